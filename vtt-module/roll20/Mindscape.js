@@ -3297,53 +3297,63 @@ var Mindscape = Mindscape || (() => {
     return out;
   };
 
-  // After a step's (or undo's) updates were applied, in their order: an update that
-  // landed takes what it wrote off the fighter's waiting write (all of it: the hold ends);
-  // one that failed joins the waiting write (its newer values win, the older expectations
-  // stay, and its parts list `older`, the ids of the requests sent before the step),
-  // unless the fighter is held with no write to try (the companion's failure, a step of
-  // unknown fate): then its parts join `byHand`, the GM's to put by hand.
-  // Returns the refs whose sheets this answer left behind: a failed update that a later
-  // one of the same answer wrote over in full leaves nothing behind.
-  const settleWrites = (enc, updates, failedAt, older) => {
+  // After a step's (or undo's) updates were applied, in their order: what an update put
+  // in place takes those parts off the fighter's waiting write (all of it: the hold ends);
+  // what it missed (`missedAt`: the update's index to its parts not in place, applyUpdates'
+  // failed) joins the waiting write (its newer values win, the older expectations stay,
+  // and its parts list `older`, the ids of the requests sent before the step), unless
+  // the fighter is held with no write to try (the companion's failure, a step of unknown
+  // fate): then its parts join `byHand`, the GM's to put by hand. An update that threw
+  // after some of its writes does both, what it missed first.
+  // Returns the refs whose sheets this answer left behind: a missed part that a later
+  // update of the same answer wrote leaves nothing behind.
+  const settleWrites = (enc, updates, missedAt, older) => {
     const writes = writesOf(enc);
     const missed = {};
+    // Parts `attributes` of fighter `ref` missed their place.
+    const missing = (ref, attributes) => {
+      if (!fighterCharacter(ref)) return;
+      const waiting = writes[ref];
+      missed[ref] = mergeParts(missed[ref] || {}, attributes);
+      // Held with no write to try (the companion's failure, a step of unknown fate): the
+      // GM's to put by hand with the rest, until the hold ends (`byHand`, stillWaits).
+      if (heldOf(enc).includes(ref) && !waiting) {
+        leaveByHand(enc, ref, attributes);
+        return;
+      }
+      const expect = shownFor(ref, attributes);
+      const before = Object.fromEntries(Object.keys(attributes)
+        .map((name) => [name, Object.fromEntries(Object.keys(attributes[name]).map((part) => [part, older]))]));
+      writes[ref] = waiting
+        ? { attributes: mergeParts(waiting.attributes, attributes), expect: mergeParts(expect, waiting.expect), older: mergeParts(isObject(waiting.older) ? waiting.older : {}, before) }
+        : { attributes, expect, older: before };
+    };
+    // Parts `attributes` of fighter `ref` are in place.
+    const placed = (ref, attributes) => {
+      const waiting = writes[ref];
+      if (missed[ref]) missed[ref] = partsLeft(missed[ref], attributes);
+      if (missed[ref] && !Object.keys(missed[ref]).length) delete missed[ref];
+      // What it wrote is no longer the GM's to put by hand either (stillWaits).
+      if (isObject(enc.byHand) && isObject(enc.byHand[ref])) {
+        const left = partsLeft(enc.byHand[ref], attributes);
+        if (Object.keys(left).length) enc.byHand[ref] = left;
+        else delete enc.byHand[ref];
+      }
+      if (!waiting) return;
+      const rest = partsLeft(waiting.attributes, attributes);
+      if (Object.keys(rest).length) {
+        writes[ref] = { attributes: rest, expect: partsLeft(waiting.expect, attributes) };
+        if (isObject(waiting.older)) writes[ref].older = partsLeft(waiting.older, attributes);
+      } else releaseFighter(enc, ref);
+    };
     updates.forEach((update, i) => {
       const ref = update.character_id;
       // (an update that wrote nothing, every part left to a newer answer: applyUpdates)
       if (!enc.combatants[ref] || !Object.keys(update.attributes).length) return;
-      const waiting = writes[ref];
-      if (!failedAt.has(i)) {
-        if (missed[ref]) missed[ref] = partsLeft(missed[ref], update.attributes);
-        if (missed[ref] && !Object.keys(missed[ref]).length) delete missed[ref];
-        // What it wrote is no longer the GM's to put by hand either (stillWaits).
-        if (isObject(enc.byHand) && isObject(enc.byHand[ref])) {
-          const left = partsLeft(enc.byHand[ref], update.attributes);
-          if (Object.keys(left).length) enc.byHand[ref] = left;
-          else delete enc.byHand[ref];
-        }
-        if (!waiting) return;
-        const attributes = partsLeft(waiting.attributes, update.attributes);
-        if (Object.keys(attributes).length) {
-          writes[ref] = { attributes, expect: partsLeft(waiting.expect, update.attributes) };
-          if (isObject(waiting.older)) writes[ref].older = partsLeft(waiting.older, update.attributes);
-        } else releaseFighter(enc, ref);
-        return;
-      }
-      if (!fighterCharacter(ref)) return;
-      missed[ref] = mergeParts(missed[ref] || {}, update.attributes);
-      // Held with no write to try (the companion's failure, a step of unknown fate): the
-      // GM's to put by hand with the rest, until the hold ends (`byHand`, stillWaits).
-      if (heldOf(enc).includes(ref) && !waiting) {
-        leaveByHand(enc, ref, update.attributes);
-        return;
-      }
-      const expect = shownFor(ref, update.attributes);
-      const before = Object.fromEntries(Object.keys(update.attributes)
-        .map((name) => [name, Object.fromEntries(Object.keys(update.attributes[name]).map((part) => [part, older]))]));
-      writes[ref] = waiting
-        ? { attributes: mergeParts(waiting.attributes, update.attributes), expect: mergeParts(expect, waiting.expect), older: mergeParts(isObject(waiting.older) ? waiting.older : {}, before) }
-        : { attributes: update.attributes, expect, older: before };
+      const lacks = missedAt.has(i) ? missedAt.get(i) : {};
+      if (Object.keys(lacks).length) missing(ref, lacks);
+      const landed = partsLeft(update.attributes, lacks);
+      if (Object.keys(landed).length) placed(ref, landed);
     });
     return new Set(Object.keys(missed));
   };
@@ -3352,8 +3362,8 @@ var Mindscape = Mindscape || (() => {
   // (the hold is over), 'changed' (its sheet no longer shows what it showed when the
   // write failed, nor what is to be written: the GM's hand is not written over; marked
   // `changed` for status), 'failed' (again), or null (no waiting write). A part that
-  // already shows the value to be written counts as unchanged (a failed update may have
-  // written some attributes before it threw, or the GM put one right). Where it lands,
+  // already shows the value to be written counts as unchanged (a write that threw may
+  // have put it in place all the same, or the GM put it right). Where it lands,
   // the requests of each part's `older` still waiting remember the places it wrote;
   // where it throws again, those it may have reached (rememberFailed).
   const retryWrite = (enc, ref) => {
@@ -3369,11 +3379,21 @@ var Mindscape = Mindscape || (() => {
     const landing = Object.keys(waiting.attributes).flatMap((name) => Object.keys(waiting.attributes[name])
       .map((part) => ({ ids: ownMember(ownMember(waiting.older, name), part), name, part, where: placesOf(ref, name, part, tokens) })));
     const olderOf = (ids) => (Array.isArray(ids) ? ids.map((id) => ownMember(store().pending, String(id))).filter(Boolean) : []);
-    if (applyUpdates([{ character_id: ref, attributes: waiting.attributes }]).failed.length) {
-      // It may have written some parts before the throw, where it did not reach when
-      // its step failed (a bar linked since): those requests remember them as
+    const wrote = (ids, where) => olderOf(ids).forEach((job) => rememberIn(job, Object.fromEntries(landedAt(where).map((place) => [place, true]))));
+    const { failed } = applyUpdates([{ character_id: ref, attributes: waiting.attributes }]);
+    if (failed.length) {
+      // The parts it put in place before the throw leave the waiting write, as a step's
+      // write that lands takes them off (settleWrites).
+      const missed = failed[0].attributes;
+      const landed = partsLeft(waiting.attributes, missed);
+      waiting.attributes = missed;
+      waiting.expect = partsLeft(waiting.expect, landed);
+      if (isObject(waiting.older)) waiting.older = partsLeft(waiting.older, landed);
+      // A part it missed may have been written in part before the throw, where it did not
+      // reach when its step failed (a bar linked since): those requests remember it as
       // applyUpdates remembers a write that throws, the write still waiting (markWaiting).
       landing.forEach(({ ids, name, part, where }) => {
+        if (!(isObject(missed[name]) && part in missed[name])) { wrote(ids, where); return; }
         const places = {};
         rememberFailed(places, ref, name, part, waiting.attributes[name][part], where);
         markWaiting(enc, places);
@@ -3382,8 +3402,7 @@ var Mindscape = Mindscape || (() => {
       return 'failed';
     }
     releaseFighter(enc, ref);
-    landing.forEach(({ ids, where }) => olderOf(ids)
-      .forEach((job) => rememberIn(job, Object.fromEntries(landedAt(where).map((place) => [place, true])))));
+    landing.forEach(({ ids, where }) => wrote(ids, where));
     return 'written';
   };
 
@@ -3445,9 +3464,9 @@ var Mindscape = Mindscape || (() => {
     whisperGM(box('sheets not updated', lines.join('<br>')));
   };
 
-  // Where the GM is to put a missed attribute part of an unlinked token (reportMissedWrites),
-  // as applyTokenUpdate puts it, given its character's barBindings: 'own' for the part
-  // kept in store().tokens, which no command sets.
+  // Where the GM is to put an attribute part of an unlinked token (reportMissedWrites,
+  // encounter status), as applyTokenUpdate puts it, given its character's barBindings:
+  // 'own' for the part kept in store().tokens, which no command sets.
   const missedPlace = (bindings, name, part) => {
     const place = tokenPlace(bindings, name, part);
     if (place === 'own') return 'own';
@@ -3456,11 +3475,13 @@ var Mindscape = Mindscape || (() => {
     return `its token's bar ${place.bar}${(place.side === 'max') === (part === 'max') ? '' : ` ${place.side}`}`;
   };
 
-  // A failed write's values for the GM's whisper: "HP 2, max 20; psi_mind open", and for
-  // an unlinked token each with where it belongs ("HP 2 (its token's bar 1)"), one
-  // attribute split where its parts land in different places. {text, token: whether it
-  // is an unlinked token still there, own: whether any part belongs in Mindscape's
-  // record of it, placeable: whether any belongs elsewhere}.
+  // A fighter's values for the GM to put by hand (f: {ref, attributes, gone?}): "HP 2, max
+  // 20; psi_mind open", and for an unlinked token each with where it belongs ("HP 2 (its
+  // token's bar 1)"), one attribute split where its parts land in different places.
+  // {text, token: whether it is an unlinked token still there, own: whether any part
+  // belongs in Mindscape's record of it}. A failed write has none there
+  // (applyTokenUpdate writes the record first); the encounter's copy of a held token
+  // (encounter status) may.
   const missedValues = (f) => {
     const token = f.gone ? null : ownToken(f.ref);
     const bindings = token ? barBindings(fighterCharacter(f.ref)) : [];
@@ -3479,15 +3500,13 @@ var Mindscape = Mindscape || (() => {
       text: items.map((i) => `${chatSafe(i.name)} ${i.parts.join(', ')}${i.place ? ` (${where(i.place)})` : ''}`).join('; '),
       token: Boolean(token),
       own: items.some((i) => i.place === 'own'),
-      placeable: items.some((i) => i.place !== 'own'),
     };
   };
 
-  // The fighters whose write-back failed here (applyUpdates): the GM learns whose sheet
-  // lacks what, and for an unlinked token where each value belongs; after an
-  // encounter's step, those in the encounter it left behind (`behind`, settleWrites)
-  // are held. What a token misses in Mindscape's own record of it (store().tokens) no
-  // command sets: only a held fighter's write tried again puts it there.
+  // The fighters whose write-back failed here (applyUpdates), with the values they
+  // missed: the GM learns whose sheet lacks what, and for an unlinked token where each
+  // value belongs; after an encounter's step, those in the encounter it left behind
+  // (`behind`, settleWrites) are held.
   const reportMissedWrites = (job, failed, othersWritten, behind) => {
     const enc = isStep(job) ? jobEncounter(job) : null;
     const inEncounter = enc ? Array.from(new Set(failed.map((f) => f.ref))).filter((ref) => enc.combatants[ref] && behind.has(ref)) : [];
@@ -3497,11 +3516,6 @@ var Mindscape = Mindscape || (() => {
       + `${values[i].text}`);
     const retrying = inEncounter.filter((ref) => writesOf(enc)[ref]);
     const byHand = inEncounter.filter((ref) => !retrying.includes(ref));
-    // The tokens that missed values of their own record: held, or (not a combatant a
-    // later update of the answer wrote over: `behind`) not.
-    const recorded = Array.from(new Set(failed.filter((f, i) => values[i].own).map((f) => f.ref)));
-    const unkept = recorded.filter((ref) => !inEncounter.includes(ref) && !(enc && enc.combatants[ref] && !behind.has(ref)));
-    const itOr = (refs, one, many) => (refs.length > 1 ? many : one);
     const notes = [];
     if (byHand.length) notes.push(`The encounter keeps its own copy of ${namesOf(byHand)} until you have brought the sheet in line by hand and ${REFRESH_TO_RELEASE}`);
     if (retrying.length) {
@@ -3510,30 +3524,13 @@ var Mindscape = Mindscape || (() => {
     }
     const left = enc && failed.some((f) => enc.combatants[f.ref] && !f.gone) && !inEncounter.length
       ? ['A later change of the same answer wrote over what was missed: nobody is held.'] : [];
-    const next = notes.concat(left);
     // (a character's values, or a gone fighter's, are all the sheet's)
-    if (!next.length && values.some((v) => !v.token || v.placeable)) {
-      next.push(values.some((v) => v.token)
-        ? 'Put the values for a sheet or a token\'s bar there by hand if it is still needed.'
-        : 'Put these values on the sheet by hand if it is still needed.');
-    }
-    const retried = retrying.filter((ref) => recorded.includes(ref));
-    if (retried.length) {
-      next.push(`No command sets Mindscape's own record of a token: only the write tried again puts there what ${namesOf(retried)} missed in ${itOr(retried, 'it', 'them')}; `
-        + `a refresh that lets go of ${itOr(retried, 'that token', 'those tokens')} first takes ${itOr(retried, 'it', 'them')} without those values.`);
-    }
-    const lost = byHand.filter((ref) => recorded.includes(ref));
-    if (lost.length) {
-      next.push(`No command sets Mindscape's own record of a token, and ${namesOf(lost)} ${itOr(lost, 'has', 'have')} no write to try again: what ${itOr(lost, 'it', 'they')} missed there `
-        + `is in the encounter's copy only, and the refresh that lets go of ${itOr(lost, 'that token', 'those tokens')} takes ${itOr(lost, 'it', 'them')} without those values.`);
-    }
-    if (unkept.length) {
-      next.push(`No command sets Mindscape's own record of a token: what ${namesOf(unkept)} missed there is not kept, and at ${itOr(unkept, 'its', 'their')} next exchange `
-        + `${itOr(unkept, 'it fights', 'they fight')} with what that record held before (and where it holds nothing, with ${itOr(unkept, 'its', 'their')} character's sheet; `
-        + 'a value put on that sheet by hand reaches every token of that character whose record holds none of its own).');
-    }
+    const byHandNote = values.some((v) => v.token)
+      ? 'Put the values for a sheet or a token\'s bar there by hand if it is still needed.'
+      : 'Put these values on the sheet by hand if it is still needed.';
+    const next = notes.concat(left).join('<br>') || byHandNote;
     whisperGM(box('sheets not updated', `These sheets missed the changes of this answer (${chatSafe(job.title || job.description || job.kind)}); `
-      + `${othersWritten ? 'the other changes were written' : 'nothing was written'}:<br>${lines.join('<br>')}<br>${next.join('<br>')}`));
+      + `${othersWritten ? 'the other changes were written' : 'nothing was written'}:<br>${lines.join('<br>')}<br>${next}`));
   };
 
   // ------------------------------------------- taking the sheets again (refresh)
@@ -4074,14 +4071,26 @@ var Mindscape = Mindscape || (() => {
     return bar ? { bar, side: binding.bar } : 'sheet';
   };
 
+  // Adds attribute `name`'s parts `parts` ({current?, max?}) to `landed` ({name: {part:
+  // value}}), the parts a write has put in place so far (applyUpdates).
+  const land = (landed, name, parts) => {
+    landed[name] = Object.assign({}, landed[name] || {}, parts);
+  };
+
   // An unlinked token's update: HP and PSP onto its bars (where a bar is set, else onto
   // its character's attributes, as `none` means), everything else it changes (psi_*
   // state, mapped fields) into store().tokens, so that its copies do not share it.
-  // store().tokens is written last: a write before it that throws leaves it unwritten.
-  const applyTokenUpdate = (token, charId, attributes) => {
+  // store().tokens is written first, by a plain assignment that cannot throw, so its
+  // parts land even when a write to the sheet or the bars throws after it. Each part
+  // that landed is added to `landed` as its write returns (the record's, each
+  // attribute's, the bars' at once), so that a throw leaves there just what is in place.
+  const applyTokenUpdate = (token, charId, attributes, landed) => {
     const bindings = barBindings(charId);
     const bars = {};
+    const barParts = [];
+    const sheet = [];
     const own = Object.assign({}, store().tokens[token.id] || {});
+    const ownParts = [];
     Object.keys(attributes).forEach((name) => {
       const value = attributes[name];
       const toSheet = {};
@@ -4093,15 +4102,23 @@ var Mindscape = Mindscape || (() => {
         }
         if (place !== 'own') {
           bars[`bar${place.bar}_${place.side}`] = value[part];
+          barParts.push([name, part]);
           return;
         }
         const key = name.toLowerCase();
         own[key] = Object.assign({ name, current: '', max: '' }, own[key] || {}, { [part]: value[part] });
+        ownParts.push([name, part]);
       });
-      if (Object.keys(toSheet).length) writeAttribute(charId, name, toSheet);
+      if (Object.keys(toSheet).length) sheet.push([name, toSheet]);
+    });
+    if (ownParts.length) store().tokens[token.id] = own;
+    ownParts.forEach(([name, part]) => land(landed, name, { [part]: attributes[name][part] }));
+    sheet.forEach(([name, toSheet]) => {
+      writeAttribute(charId, name, toSheet);
+      land(landed, name, toSheet);
     });
     if (Object.keys(bars).length) token.set(bars);
-    if (Object.keys(own).length) store().tokens[token.id] = own;
+    barParts.forEach(([name, part]) => land(landed, name, { [part]: attributes[name][part] }));
   };
 
   // newest-wins' key of an attribute part of a fighter or a character (its name in any case).
@@ -4288,7 +4305,9 @@ var Mindscape = Mindscape || (() => {
    * a bar's link, only while it holds): an answer to a request sent later wrote
    * it already (or is to, where its write failed), and the newest request wins. Each fighter is written on its own: one whose
    * character or token is gone, or whose write throws, is listed in `failed` ({ref, gone,
-   * attributes, at: its index}) and the others are still written. Returns {written:
+   * attributes, at: its index}) and the others are still written. A write that throws
+   * lists in `failed` only the parts it had not put in place yet (an unlinked token's
+   * own record always is, applyTokenUpdate), and those it had are `written`. Returns {written:
    * ["name: attribute"], failed, skipped: [{ref, name, parts, left}] (`left` of the
    * update's `parts` of that attribute left out for newerWrote), places
    * (written, or meant to be where a write threw: remember), applied (the updates
@@ -4318,14 +4337,25 @@ var Mindscape = Mindscape || (() => {
       });
       const made = { character_id: ref, attributes };
       if (!Object.keys(attributes).length) return made;
+      // The parts in place so far: where a write throws, those before it landed.
+      const landed = {};
       try {
         const token = ownToken(ref);
-        if (token) applyTokenUpdate(token, fighterCharacter(ref), attributes);
-        else Object.keys(attributes).forEach((name) => writeAttribute(ref, name, attributes[name]));
+        if (token) applyTokenUpdate(token, fighterCharacter(ref), attributes, landed);
+        else {
+          Object.keys(attributes).forEach((name) => {
+            writeAttribute(ref, name, attributes[name]);
+            land(landed, name, attributes[name]);
+          });
+        }
       } catch (err) {
         log(`${scriptName}: writing the update of ${ref} failed: ${err && err.stack ? err.stack : err}`);
-        failed.push({ ref, gone: false, attributes, at });
-        keptParts.forEach(({ name, part, value, where }) => rememberFailed(places, ref, name, part, value, where));
+        failed.push({ ref, gone: false, attributes: partsLeft(attributes, landed), at });
+        Object.keys(landed).forEach((name) => written.push(`${fighterName(ref)}: ${name}`));
+        keptParts.forEach(({ name, part, value, where }) => {
+          if (isObject(landed[name]) && part in landed[name]) landedAt(where).forEach((place) => remember(places, place, true));
+          else rememberFailed(places, ref, name, part, value, where);
+        });
         return made;
       }
       Object.keys(attributes).forEach((name) => written.push(`${fighterName(ref)}: ${name}`));
@@ -5363,7 +5393,7 @@ var Mindscape = Mindscape || (() => {
     let behind = new Set(failed.map((f) => f.ref));
     try {
       if (stepOf) {
-        behind = settleWrites(stepOf, applied, new Set(failed.map((f) => f.at)), olderWriters(job).map((older) => older.id));
+        behind = settleWrites(stepOf, applied, new Map(failed.map((f) => [f.at, f.attributes])), olderWriters(job).map((older) => older.id));
         markWaiting(stepOf, places);
       }
     } catch (err) {

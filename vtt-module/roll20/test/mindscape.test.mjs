@@ -3958,18 +3958,16 @@ test('a fighter held because the companion could not write the step has no write
   assert.doesNotMatch(whispersTo(ctx.sb, 'gm').at(-1), /tried again/);
 });
 
-test('two failed steps merge their writes: what the second wrote before it failed does not count as a change by the GM', () => {
+test('two failed steps merge their writes: what the second put in place before it failed is not left waiting, nor told as missed', () => {
   const ctx = fenkaMissedAStep();
   // The second step writes Fenka's mind (it lands) and then her HP (locked: it fails).
   const second = resolveNow(ctx);
   answer(ctx, second.id, stepAnswer(ctx, second, 4, { updates: [
     { character_id: ctx.fenka.id, attributes: { 'psionic-mind-state': { current: 'closed' }, HP: { current: 1 } } }] }));
   assert.equal(valueOf(ctx, ctx.fenka.id, 'psionic-mind-state'), 'closed');
-  assert.deepEqual(writes(ctx)[ctx.fenka.id], {
-    attributes: { HP: { current: 1 }, 'psionic-mind-state': { current: 'closed' } },
-    expect: { HP: { current: '11' }, 'psionic-mind-state': { current: '' } },
-    older: { HP: { current: [] }, 'psionic-mind-state': { current: [] } },
-  });
+  assert.deepEqual(writes(ctx)[ctx.fenka.id], { attributes: { HP: { current: 1 } }, expect: { HP: { current: '11' } }, older: { HP: { current: [] } } });
+  assert.match(whispersTo(ctx.sb, 'gm').filter((w) => /sheets not updated/.test(w)).at(-1),
+    /the other changes were written:<br><b>Fenka<\/b> \(writing failed; the API console has the details\): HP 1<br>/);
   unlockFenkaHp(ctx);
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
   refreshAnswer(ctx, lastRequest(ctx.sb), 4);
@@ -4038,7 +4036,7 @@ test('a held fighter the companion no longer has (a resync) is out of its hold: 
   assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), '11');
 });
 
-test('an unlinked token\'s missed write waits with what its bar showed, and lands on the bar when tried again', () => {
+test('an unlinked token\'s missed write waits with what its bar showed, and lands on the bar when tried again; its own record took its part at once', () => {
   const ctx = goblins();
   encounterOf(ctx, [ctx.gob[0], ctx.gob[1]]);
   const set = ctx.gob[1].set;
@@ -4047,7 +4045,8 @@ test('an unlinked token\'s missed write waits with what its bar showed, and land
   const update = { character_id: ctx.gob[1].id, attributes: { HP: { current: 1 }, psi_mind: { current: '{"state":"open"}' } } };
   answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 1, results: [], summary: 'Round 1.', rolls: [], revision: 3, updates: [update] } });
   assert.deepEqual(held(ctx), [ctx.gob[1].id]);
-  assert.deepEqual(writes(ctx)[ctx.gob[1].id].expect, { HP: { current: '3' }, psi_mind: { current: '{"state":"closed"}' } });
+  assert.deepEqual(writes(ctx)[ctx.gob[1].id], { attributes: { HP: { current: 1 } }, expect: { HP: { current: '3' } }, older: { HP: { current: [] } } });
+  assert.equal(ctx.sb.state.Mindscape.tokens[ctx.gob[1].id].psi_mind.current, '{"state":"open"}');
   ctx.gob[1].set = set;
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
   refreshAnswer(ctx, lastRequest(ctx.sb), 3);
@@ -4066,26 +4065,25 @@ const OPENED = '{"state":"open"}';
 
 const OPENED_SHOWN = '&#123;&#34;state&#34;:&#34;open&#34;&#125;';
 
-test('an unlinked token\'s missed write outside an encounter names where each value belongs, and says that what its own record missed is not kept (ROLL20.md: unlinked tokens)', () => {
+test('an unlinked token\'s write whose bar throws outside an encounter keeps its own record and its sheet\'s PSP, and names only the bar\'s value as missed, with where it belongs (ROLL20.md: unlinked tokens)', () => {
   const ctx = goblins();
   const req = attackGoblin(ctx);
   const set = ctx.gob[1].set;
   ctx.gob[1].set = () => { throw new Error('token locked'); };
   answerWrites(ctx, req, ctx.gob[1].id, { HP: { current: 1 }, PSP: { current: 8 }, psi_mind: { current: OPENED } });
-  // Its bar and its own record are not written: the bar's write threw, and the record is written last.
+  // Its bar is not written (its write threw); its own record (written first) and its
+  // character's PSP (--pspbar none, written before the bars) are.
   assert.equal(ctx.gob[1].get('bar1_value'), '3');
-  assert.equal(ctx.sb.state.Mindscape.tokens[ctx.gob[1].id], undefined);
+  assert.equal(ctx.sb.state.Mindscape.tokens[ctx.gob[1].id].psi_mind.current, OPENED);
+  assert.equal(valueOf(ctx, ctx.goblin.id, 'PSP'), 8);
   const told = missedWhisper(ctx);
-  assert.match(told, new RegExp('<b>Goblin 2</b> \\(writing failed; the API console has the details\\): HP 1 \\(its token\'s bar 1\\); '
-    + `PSP 8 \\(its character's sheet, shared by every token of it\\); psi_mind ${OPENED_SHOWN} \\(Mindscape's own record of this token\\)<br>`
-    + 'Put the values for a sheet or a token\'s bar there by hand if it is still needed\\.<br>'
-    + 'No command sets Mindscape\'s own record of a token: what Goblin 2 missed there is not kept, and at its next exchange it fights with what that record held before '
-    + '\\(and where it holds nothing, with its character\'s sheet; a value put on that sheet by hand reaches every token of that character whose record holds none of its own\\)\\.</div>$'));
-  assert.doesNotMatch(told, /on the sheet by hand/);
-  // The words are true: its next exchange sends the mind as it was.
+  assert.match(told, /the other changes were written:<br><b>Goblin 2<\/b> \(writing failed; the API console has the details\): HP 1 \(its token's bar 1\)<br>/);
+  assert.match(told, /<br>Put the values for a sheet or a token's bar there by hand if it is still needed\.<\/div>$/);
+  assert.doesNotMatch(told, /PSP|psi_mind|own record|nothing was written/);
+  // Its next exchange sends the mind its record took.
   ctx.gob[1].set = set;
   const next = attackGoblin(ctx);
-  assert.equal(attribOf(next.body.params.defender, 'psi_mind').current, '{"state":"closed"}');
+  assert.equal(attribOf(next.body.params.defender, 'psi_mind').current, OPENED);
 });
 
 test('an unlinked token\'s missed PSP names the bar set by --pspbar, and a maximum that is the bar\'s max as such', () => {
@@ -4099,7 +4097,7 @@ test('an unlinked token\'s missed PSP names the bar set by --pspbar, and a maxim
   assert.doesNotMatch(told, /own record/);
 });
 
-test('a held unlinked token whose write is tried again is told that only that write puts its own record right, a refresh letting go of it first taking it without', () => {
+test('a held unlinked token whose bar\'s write threw is told only of its bar\'s value: a refresh letting go of it before the write is tried again takes its own record with the step\'s mind', () => {
   const ctx = goblins();
   encounterOf(ctx, [ctx.gob[0], ctx.gob[1]]);
   const set = ctx.gob[1].set;
@@ -4108,18 +4106,17 @@ test('a held unlinked token whose write is tried again is told that only that wr
   roundAnswer(ctx, step, 1, 3, { updates: [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 1 }, psi_mind: { current: OPENED } } }] });
   assert.deepEqual(held(ctx), [ctx.gob[1].id]);
   const told = missedWhisper(ctx);
-  assert.match(told, new RegExp(`HP 1 \\(its token's bar 1\\); psi_mind ${OPENED_SHOWN} \\(Mindscape's own record of this token\\)<br>The encounter keeps its own copy of Goblin 2 until the write lands`));
-  assert.match(told, /No command sets Mindscape's own record of a token: only the write tried again puts there what Goblin 2 missed in it; a refresh that lets go of that token first takes it without those values\.<\/div>$/);
-  // The words are true: the GM's refresh takes the token's mind as its record has it.
+  assert.match(told, /the other changes were written:<br><b>Goblin 2<\/b> \(writing failed; the API console has the details\): HP 1 \(its token's bar 1\)<br>The encounter keeps its own copy of Goblin 2 until the write lands/);
+  assert.doesNotMatch(told, /psi_mind|own record/);
   ctx.gob[1].set = set;
   ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
   refreshAnswer(ctx, lastRequest(ctx.sb), 4);
   const taken = lastRequest(ctx.sb);
   assert.equal(taken.body.params.combatant_id, ctx.gob[1].id);
-  assert.equal(attribOf(taken.body.params.combatant, 'psi_mind').current, '{"state":"closed"}');
+  assert.equal(attribOf(taken.body.params.combatant, 'psi_mind').current, OPENED);
 });
 
-test('a held unlinked token with no write to try is told that what its own record missed is in the encounter\'s copy only', () => {
+test('a held unlinked token with no write to try keeps its own record\'s part of a later step whose bar\'s write throws: only the bar\'s value is left to the GM', () => {
   const ctx = goblins();
   encounterOf(ctx, [ctx.gob[0], ctx.gob[1]]);
   const first = resolveNow(ctx);
@@ -4128,9 +4125,30 @@ test('a held unlinked token with no write to try is told that what its own recor
   const second = resolveNow(ctx);
   roundAnswer(ctx, second, 2, 4, { updates: [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 1 }, psi_mind: { current: OPENED } } }] });
   assert.deepEqual(writes(ctx), {});
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.encounter.byHand), { [ctx.gob[1].id]: { HP: { current: 1 } } });
+  assert.equal(ctx.sb.state.Mindscape.tokens[ctx.gob[1].id].psi_mind.current, OPENED);
   const told = missedWhisper(ctx);
-  assert.match(told, /The encounter keeps its own copy of Goblin 2 until you have brought the sheet in line by hand/);
-  assert.match(told, /No command sets Mindscape's own record of a token, and Goblin 2 has no write to try again: what it missed there is in the encounter's copy only, and the refresh that lets go of that token takes it without those values\.<\/div>$/);
+  assert.match(told, /: HP 1 \(its token's bar 1\)<br>The encounter keeps its own copy of Goblin 2 until you have brought the sheet in line by hand/);
+  assert.doesNotMatch(told, /psi_mind|own record/);
+});
+
+test('a held fighter\'s write tried again that throws after one attribute landed leaves only the rest waiting', () => {
+  const ctx = encounterWithTwo();
+  lockFenkaHp(ctx);
+  const step = resolveNow(ctx);
+  // HP is written first and throws: PSP is never tried, so both wait.
+  answer(ctx, step.id, stepAnswer(ctx, step, 3, { updates: [{ character_id: ctx.fenka.id, attributes: { HP: { current: 2 }, PSP: { current: 5 } } }] }));
+  assert.deepEqual(Object.keys(writes(ctx)[ctx.fenka.id].attributes), ['HP', 'PSP']);
+  unlockFenkaHp(ctx);
+  ctx.sb.attribute(ctx.fenka.id, 'PSP').setWithWorker = () => { throw new Error('sheet locked'); };
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  refreshAnswer(ctx, lastRequest(ctx.sb), 3);
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), 2);
+  assert.deepEqual(held(ctx), [ctx.fenka.id]);
+  const waiting = writes(ctx)[ctx.fenka.id];
+  assert.deepEqual(waiting.attributes, { PSP: { current: 5 } });
+  assert.deepEqual(Object.keys(waiting.expect), ['PSP']);
+  assert.deepEqual(Object.keys(waiting.older), ['PSP']);
 });
 
 test('a hold made while the GM\'s own refresh waits for a late answer stays: a sheet read before it is not let go of, and nothing more is taken', () => {

@@ -3432,6 +3432,14 @@ var Mindscape = Mindscape || (() => {
 
   const CHANGED_NOTE = 'Not written again, the sheet has changed since writing failed:';
 
+  // encounter status: what a held token's own record (store().tokens) holds comes only
+  // from an answer's write (applyTokenUpdate writes it first, so a write that fails here
+  // still puts it there; a write-back the companion could not make, or a step whose
+  // answer was lost, never reached it), and a refresh takes the token with it.
+  const OWN_RECORD_NOTE = 'No command sets Mindscape\'s own record of a token: a write that failed here put its values there all the same, '
+    + 'but a write-back the companion could not make, or a step whose answer was lost, did not, and the refresh that lets go of the token takes it '
+    + 'with what that record holds:';
+
   const REFRESH_TO_RELEASE = 'run <code>!psi encounter refresh</code> (until then, the refresh before a resolve leaves them out).';
 
   // A step's write-back that the companion could not make (updates_failed, API.md): the
@@ -4757,14 +4765,22 @@ var Mindscape = Mindscape || (() => {
         .filter((c) => !reader || (ownMember(refs, c) !== undefined && mayControl(reader, refs[c])))
         .map((c) => `${chatSafe(ownMember(names, c) || c)} (${chatSafe(offers[c].cost)} PSPs)`);
       const close = closing.length ? `<br>May pay to close their minds (declare --close): ${closing.join(', ')}` : '';
-      // What to put on a held sheet: the encounter's copy of what the sheets hold. It
-      // tells that fighter's PSPs, hit points and conditions: only the GM and its
-      // controllers read it, as the sheet itself.
+      // What to put on a held sheet: the encounter's copy of what the sheets hold, for an
+      // unlinked token each value with where it belongs (tokenCopy). It tells that
+      // fighter's PSPs, hit points and conditions: only the GM and its controllers read
+      // it, as the sheet itself.
       const held = heldOf(enc).filter((ref) => !reader || mayControl(reader, ref));
-      const copies = held.map((ref) => `${chatSafe(fighterName(ref))}: ${chatSafe(copyLine(viewCombatant(result, enc.combatants[ref])) || 'no values in the view')}`);
+      const tokens = held.filter(ownToken);
+      const said = held.map((ref) => {
+        const copy = viewCombatant(result, enc.combatants[ref]);
+        return ownToken(ref) ? tokenCopy(ref, copy) : { text: chatSafe(copyLine(copy)), own: false };
+      });
+      const copies = held.map((ref, i) => `${chatSafe(fighterName(ref))}: ${said[i].text || 'no values in the view'}`);
+      const recorded = held.filter((ref, i) => said[i].own);
       const retrying = (changed) => held.filter((ref) => writesOf(enc)[ref] && Boolean(writesOf(enc)[ref].changed) === changed);
-      const holding = held.length ? `<br>Held, the encounter keeps its own copy (their sheets missed a write-back; put these values on `
-        + `them, then <code>!psi encounter refresh</code>):<br>${copies.join('<br>')}`
+      const holding = held.length ? `<br>Held, the encounter keeps its own copy (their sheets missed a write-back; put these values `
+        + `${tokens.length ? 'where each belongs' : 'on them'}, then <code>!psi encounter refresh</code>):<br>${copies.join('<br>')}`
+        + (recorded.length ? `<br>${OWN_RECORD_NOTE} ${namesOf(recorded)}.` : '')
         + (retrying(false).length ? `<br>${RETRY_NOTE} ${namesOf(retrying(false))}.` : '')
         + (retrying(true).length ? `<br>${CHANGED_NOTE} ${namesOf(retrying(true))}.` : '') : '';
       tell(job.requester, 'encounter', `Phase: ${chatSafe(phase)}; revision ${chatSafe(result.revision)}<br>`
@@ -4782,22 +4798,42 @@ var Mindscape = Mindscape || (() => {
     return isObject(view.combatants) && isObject(view.combatants[cid]) ? view.combatants[cid] : null;
   };
 
-  // The values of a combatant a sheet holds, in a line: "psp 19/30, hp 11, conditions
-  // stunned (1 more round), mind open".
-  const copyLine = (c) => {
-    if (!isObject(c)) return '';
-    const pair = (now, most) => (c[most] !== undefined && c[most] !== null ? `${c[now]}/${c[most]}` : `${c[now]}`);
+  // The values of a combatant a sheet holds: [[what, {current, max?}]], "psp" {19, 30},
+  // "hp" {11}, "conditions" {"stunned (1 more)"}, "mind" {"open"}.
+  const copyParts = (c) => {
+    if (!isObject(c)) return [];
+    const pair = (now, most) => Object.assign({ current: c[now] }, c[most] !== undefined && c[most] !== null ? { max: c[most] } : {});
     const parts = [];
-    if (c.psp !== undefined) parts.push(`psp ${pair('psp', 'psp_max')}`);
-    if (c.attack_strength !== undefined) parts.push(`attack strength ${pair('attack_strength', 'attack_strength_max')}`);
-    if (c.defense_strength !== undefined) parts.push(`defense strength ${pair('defense_strength', 'defense_strength_max')}`);
-    if (c.pool !== undefined) parts.push(`pool ${pair('pool', 'hit_dice')}`);
-    if (c.hp !== undefined && c.hp !== null) parts.push(`hp ${c.hp}`);
+    if (c.psp !== undefined) parts.push(['psp', pair('psp', 'psp_max')]);
+    if (c.attack_strength !== undefined) parts.push(['attack strength', pair('attack_strength', 'attack_strength_max')]);
+    if (c.defense_strength !== undefined) parts.push(['defense strength', pair('defense_strength', 'defense_strength_max')]);
+    if (c.pool !== undefined) parts.push(['pool', pair('pool', 'hit_dice')]);
+    if (c.hp !== undefined && c.hp !== null) parts.push(['hp', { current: c.hp }]);
     const conditions = Array.isArray(c.conditions) ? c.conditions : [];
     const rounds = isObject(c.condition_rounds) ? c.condition_rounds : {};
-    if (conditions.length) parts.push(`conditions ${conditions.map((x) => (rounds[x] ? `${x} (${rounds[x]} more)` : x)).join(', ')}`);
-    if (isObject(c.mind) && c.mind.state) parts.push(`mind ${c.mind.state}`);
-    return parts.join(', ');
+    if (conditions.length) parts.push(['conditions', { current: conditions.map((x) => (rounds[x] ? `${x} (${rounds[x]} more)` : x)).join(', ') }]);
+    if (isObject(c.mind) && c.mind.state) parts.push(['mind', { current: c.mind.state }]);
+    return parts;
+  };
+
+  // The values of a combatant a sheet holds, in a line: "psp 19/30, hp 11, conditions
+  // stunned (1 more round), mind open".
+  const copyLine = (c) => copyParts(c).map(([what, v]) => `${what} ${'max' in v ? `${v.current}/${v.max}` : v.current}`).join(', ');
+
+  // A held unlinked token's copy (copyParts) as missedValues says a missed write, each
+  // value with where it belongs: HP and PSP (value, and maximum as the bar's max) as the
+  // attribute its character's barBindings write them as ("PSP 19, max 30 (its token's
+  // bar 2)"), anything else, as applyTokenUpdate keeps it, in Mindscape's own record of
+  // the token. {text, own}.
+  const tokenCopy = (ref, c) => {
+    const bindings = barBindings(fighterCharacter(ref));
+    const attributes = {};
+    copyParts(c).forEach(([what, value]) => Object.keys(value).forEach((part) => {
+      const binding = ['hp', 'psp'].includes(what) ? bindings.find((b) => b.field === what && b.bar === (part === 'max' ? 'max' : 'value')) : null;
+      const name = binding ? binding.attr : what;
+      attributes[name] = Object.assign(attributes[name] || {}, { [binding ? binding.part : part]: value[part] });
+    }));
+    return missedValues({ ref, attributes });
   };
 
   // The combatant ids in an encounter.get view (a map by id, or a list), or null.

@@ -4132,6 +4132,34 @@ test('a held unlinked token with no write to try keeps its own record\'s part of
   assert.doesNotMatch(told, /psi_mind|own record/);
 });
 
+test('!psi encounter status says where each value of a held unlinked token belongs: its bars, its character\'s sheet, or its own record, which no command sets', () => {
+  const ctx = goblins();
+  encounterOf(ctx, [ctx.gob[0], ctx.gob[1]]);
+  const step = resolveNow(ctx);
+  roundAnswer(ctx, step, 1, 3, UNMADE);
+  assert.deepEqual(held(ctx), [ctx.gob[0].id, ctx.gob[1].id]);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 3, waiting_for: [], combatants: {
+    [ctx.gob[0].id]: { hp: 7 },
+    [ctx.gob[1].id]: { psp: 19, psp_max: 20, hp: 1, conditions: ['stunned'], condition_rounds: { stunned: 1 }, mind: { state: 'open' } } } } });
+  const told = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.match(told, new RegExp('<br>Held, the encounter keeps its own copy \\(their sheets missed a write-back; put these values where each belongs, then <code>!psi encounter refresh</code>\\):'
+    + '<br>Goblin 1: HP 7 \\(its token\'s bar 1\\)'
+    + '<br>Goblin 2: PSP 19, max 20 \\(its character\'s sheet, shared by every token of it\\); HP 1 \\(its token\'s bar 1\\); '
+    + 'conditions stunned \\(1 more\\) \\(Mindscape\'s own record of this token\\); mind open \\(Mindscape\'s own record of this token\\)'
+    + '<br>No command sets Mindscape\'s own record of a token: a write that failed here put its values there all the same, but a write-back the companion could not make, '
+    + 'or a step whose answer was lost, did not, and the refresh that lets go of the token takes it with what that record holds: Goblin 2\\.</div>$'));
+  assert.doesNotMatch(told, /put these values on them/);
+  // With --pspbar 2, its PSP is its bar's.
+  ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const again = lastRequest(ctx.sb);
+  answer(ctx, again.id, { jsonrpc: '2.0', id: again.id, result: { id: 'enc-1', phase: 'declare', revision: 3, waiting_for: [], combatants: {
+    [ctx.gob[0].id]: {}, [ctx.gob[1].id]: { psp: 19, psp_max: 20 } } } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /<br>Goblin 1: no values in the view<br>Goblin 2: PSP 19, max 20 \(its token's bar 2\)<\/div>$/);
+});
+
 test('a held fighter\'s write tried again that throws after one attribute landed leaves only the rest waiting', () => {
   const ctx = encounterWithTwo();
   lockFenkaHp(ctx);

@@ -4544,7 +4544,8 @@ var Mindscape = Mindscape || (() => {
 
   // A JSON path of the request as the field in words: "/choice/attack/multiplier" is
   // "attack multiplier", "/puppets/1/data/attribs/0/current" "Thrall's sheet", "/puppets/1"
-  // "Thrall"; `lead` puts "the" before a field of nobody's ("the attack multiplier").
+  // "Thrall", "/combatants/<Fenka's combatant id>/controlled_by" "Fenka's controlled by";
+  // `lead` puts "the" before a field of nobody's ("the attack multiplier").
   const fieldWords = (path, context, lead = '') => {
     const segments = String(path).split('/').filter(Boolean);
     let who = null;
@@ -4554,10 +4555,13 @@ var Mindscape = Mindscape || (() => {
       if (ref) { who = fighterName(ref); rest = segments.slice(n); }
     }
     const words = [];
-    rest.forEach((segment) => {
+    const names = (segment) => segment !== undefined && Boolean(ownMember(context.names, segment) || fighterCharacter(segment));
+    rest.forEach((segment, i) => {
       if (ownMember(context.names, segment)) { who = context.names[segment]; return; }
       if (fighterCharacter(segment)) { who = fighterName(segment); return; }
       if (/^\d+$/.test(segment) || PATH_HOLDERS.includes(segment)) return;
+      // "/combatants/<id>" is that fighter: "Fenka's controlled by", not "Fenka's fighter …".
+      if (segment === 'combatants' && names(rest[i + 1])) return;
       words.push(ownMember(PATH_WORDS, segment) || (/^H-/.test(segment) ? segment : segment.replace(/[_-]+/g, ' ')));
     });
     const what = words.join(' ');

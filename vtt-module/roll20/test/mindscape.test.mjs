@@ -5232,6 +5232,15 @@ test('a declaration\'s targets and allies are checked as !psi attack checks them
   assert.deepEqual(plain(lastRequest(pool.sb).body.params.choice.defense), { mode: 'imagination-swarm', allies: [p.ogre.id] });
 });
 
+test('power-pool: a declaration refused at /combatants/<a combatant\'s id>/… names that fighter\'s field, not "Fenka\'s fighter …"', () => {
+  const ctx = poolEncounter();
+  const req = declare(ctx, GM, ctx.tokens.ogre, ` --attack mental-stab --target ${ctx.tokens.fenka.id}`);
+  answer(ctx, req.id, schemaRefusal(req.id, [[`/combatants/${ctx.fenka.id}/controlled_by`, 'Fenka is under Ulcen of Tyr\'s control here, but Ulcen of Tyr\'s controlling does not list it']]));
+  const told = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.match(told, /<br>Fenka&#39;s controlled by: Fenka is under Ulcen of Tyr&#39;s control here, but Ulcen of Tyr&#39;s controlling does not list it\.<br><span/);
+  assert.doesNotMatch(told, /fighter/);
+});
+
 test('power-pool declare: a psionic wave names several --target, --keep-by says how control is kept, --ally draws allies into a swarm', () => {
   const ctx = poolEncounter();
   const wave = declare(ctx, GM, ctx.tokens.ogre, ` --attack psionic-wave --target ${ctx.tokens.ulcen.id} --target ${ctx.tokens.fenka.id} --keep-by die`);

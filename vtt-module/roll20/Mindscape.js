@@ -4773,11 +4773,14 @@ var Mindscape = Mindscape || (() => {
       // unlinked token each value with where it belongs (tokenCopy). It tells that
       // fighter's PSPs, hit points and conditions: only the GM and its controllers read
       // it, as the sheet itself.
+      // A token whose character is gone is out of the fight (its values have no place to
+      // go, and the refresh lets go of it without taking it), as missedValues says a
+      // gone fighter's write.
       const held = heldOf(enc).filter((ref) => !reader || mayControl(reader, ref));
-      const tokens = held.filter(ownToken);
+      const tokens = held.filter((ref) => ownToken(ref) && fighterCharacter(ref));
       const said = held.map((ref) => {
         const copy = viewCombatant(result, enc.combatants[ref]);
-        return ownToken(ref) ? tokenCopy(ref, copy) : { text: chatSafe(copyLine(copy)), own: false };
+        return tokens.includes(ref) ? tokenCopy(ref, copy) : { text: chatSafe(copyLine(copy)), own: false };
       });
       const copies = held.map((ref, i) => `${chatSafe(fighterName(ref))}: ${said[i].text || 'no values in the view'}`);
       const recorded = held.filter((ref, i) => said[i].own);

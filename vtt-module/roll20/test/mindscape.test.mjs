@@ -4160,6 +4160,21 @@ test('!psi encounter status says where each value of a held unlinked token belon
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /<br>Goblin 1: no values in the view<br>Goblin 2: PSP 19, max 20 \(its token's bar 2\)<\/div>$/);
 });
 
+test('!psi encounter status names no place for a held unlinked token whose character is gone: it is out of the fight, as a missed write of it says', () => {
+  const ctx = goblins();
+  encounterOf(ctx, [ctx.gob[0], ctx.gob[1]]);
+  const step = resolveNow(ctx);
+  roundAnswer(ctx, step, 1, 3, UNMADE);
+  ctx.goblin.remove();
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 3, waiting_for: [], combatants: {
+    [ctx.gob[0].id]: { hp: 7 }, [ctx.gob[1].id]: { psp: 19, psp_max: 20, hp: 1, mind: { state: 'open' } } } } });
+  const told = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.match(told, /put these values on them, then <code>!psi encounter refresh<\/code>\):<br>Goblin 1: hp 7<br>Goblin 2: psp 19\/20, hp 1, mind open<\/div>$/);
+  assert.doesNotMatch(told, /its token's bar|its character's sheet|own record/);
+});
+
 test('a held fighter\'s write tried again that throws after one attribute landed leaves only the rest waiting', () => {
   const ctx = encounterWithTwo();
   lockFenkaHp(ctx);

@@ -3297,6 +3297,14 @@ var Mindscape = Mindscape || (() => {
     return out;
   };
 
+  // A waiting write (writesOf) without the attribute parts `placed`, now in place: its
+  // attributes, expect and older (where it has them) for the parts still to write.
+  const waitingWithout = (waiting, placed) => {
+    const rest = { attributes: partsLeft(waiting.attributes, placed), expect: partsLeft(waiting.expect, placed) };
+    if (isObject(waiting.older)) rest.older = partsLeft(waiting.older, placed);
+    return rest;
+  };
+
   // After a step's (or undo's) updates were applied, in their order: what an update put
   // in place takes those parts off the fighter's waiting write (all of it: the hold ends);
   // what it missed (`missedAt`: the update's index to its parts not in place, applyUpdates'
@@ -3340,11 +3348,9 @@ var Mindscape = Mindscape || (() => {
         else delete enc.byHand[ref];
       }
       if (!waiting) return;
-      const rest = partsLeft(waiting.attributes, attributes);
-      if (Object.keys(rest).length) {
-        writes[ref] = { attributes: rest, expect: partsLeft(waiting.expect, attributes) };
-        if (isObject(waiting.older)) writes[ref].older = partsLeft(waiting.older, attributes);
-      } else releaseFighter(enc, ref);
+      const rest = waitingWithout(waiting, attributes);
+      if (Object.keys(rest.attributes).length) writes[ref] = rest;
+      else releaseFighter(enc, ref);
     };
     updates.forEach((update, i) => {
       const ref = update.character_id;
@@ -3385,17 +3391,14 @@ var Mindscape = Mindscape || (() => {
       // The parts it put in place before the throw leave the waiting write, as a step's
       // write that lands takes them off (settleWrites).
       const missed = failed[0].attributes;
-      const landed = partsLeft(waiting.attributes, missed);
-      waiting.attributes = missed;
-      waiting.expect = partsLeft(waiting.expect, landed);
-      if (isObject(waiting.older)) waiting.older = partsLeft(waiting.older, landed);
+      writesOf(enc)[ref] = waitingWithout(waiting, partsLeft(waiting.attributes, missed));
       // A part it missed may have been written in part before the throw, where it did not
       // reach when its step failed (a bar linked since): those requests remember it as
       // applyUpdates remembers a write that throws, the write still waiting (markWaiting).
       landing.forEach(({ ids, name, part, where }) => {
         if (!(isObject(missed[name]) && part in missed[name])) { wrote(ids, where); return; }
         const places = {};
-        rememberFailed(places, ref, name, part, waiting.attributes[name][part], where);
+        rememberFailed(places, ref, name, part, missed[name][part], where);
         markWaiting(enc, places);
         olderOf(ids).forEach((job) => rememberIn(job, places));
       });

@@ -3305,6 +3305,22 @@ var Mindscape = Mindscape || (() => {
     return rest;
   };
 
+  // Whether a fighter's sheet no longer shows, for some part of its waiting write, what
+  // it showed when the write failed nor the value to be written: the GM's hand, which a
+  // retry does not write over (retryWrite). A part that already shows the value to be
+  // written counts as unchanged (a write that threw may have put it in place all the
+  // same, or the GM put it right).
+  const sheetMoved = (ref, waiting) => {
+    const now = shownFor(ref, waiting.expect);
+    return !Object.keys(waiting.expect).every((name) => Object.keys(waiting.expect[name])
+      .every((part) => [waiting.expect[name][part], (waiting.attributes[name] || {})[part]].map(shown).includes(now[name][part])));
+  };
+
+  // A fighter's waiting write rebuilt by a later step (`next`) keeps the `changed` of the
+  // one it replaces (retryWrite) while the sheet still differs for the parts left: a
+  // step that wrote over the very parts the GM changed leaves the rest to be tried again.
+  const keepChanged = (ref, waiting, next) => (waiting.changed && sheetMoved(ref, next) ? Object.assign(next, { changed: true }) : next);
+
   // After a step's (or undo's) updates were applied, in their order: what an update put
   // in place takes those parts off the fighter's waiting write (all of it: the hold ends);
   // what it missed (`missedAt`: the update's index to its parts not in place, applyUpdates'
@@ -3333,7 +3349,8 @@ var Mindscape = Mindscape || (() => {
       const before = Object.fromEntries(Object.keys(attributes)
         .map((name) => [name, Object.fromEntries(Object.keys(attributes[name]).map((part) => [part, older]))]));
       writes[ref] = waiting
-        ? { attributes: mergeParts(waiting.attributes, attributes), expect: mergeParts(expect, waiting.expect), older: mergeParts(isObject(waiting.older) ? waiting.older : {}, before) }
+        ? keepChanged(ref, waiting, { attributes: mergeParts(waiting.attributes, attributes), expect: mergeParts(expect, waiting.expect),
+          older: mergeParts(isObject(waiting.older) ? waiting.older : {}, before) })
         : { attributes, expect, older: before };
     };
     // Parts `attributes` of fighter `ref` are in place.
@@ -3349,7 +3366,7 @@ var Mindscape = Mindscape || (() => {
       }
       if (!waiting) return;
       const rest = waitingWithout(waiting, attributes);
-      if (Object.keys(rest.attributes).length) writes[ref] = rest;
+      if (Object.keys(rest.attributes).length) writes[ref] = keepChanged(ref, waiting, rest);
       else releaseFighter(enc, ref);
     };
     updates.forEach((update, i) => {
@@ -3367,18 +3384,13 @@ var Mindscape = Mindscape || (() => {
   // Tries a held fighter's waiting write again (the refresh before a resolve): 'written'
   // (the hold is over), 'changed' (its sheet no longer shows what it showed when the
   // write failed, nor what is to be written: the GM's hand is not written over; marked
-  // `changed` for status), 'failed' (again), or null (no waiting write). A part that
-  // already shows the value to be written counts as unchanged (a write that threw may
-  // have put it in place all the same, or the GM put it right). Where it lands,
-  // the requests of each part's `older` still waiting remember the places it wrote;
-  // where it throws again, those it may have reached (rememberFailed).
+  // `changed` for status, sheetMoved), 'failed' (again), or null (no waiting write).
+  // Where it lands, the requests of each part's `older` still waiting remember the
+  // places it wrote; where it throws again, those it may have reached (rememberFailed).
   const retryWrite = (enc, ref) => {
     const waiting = writesOf(enc)[ref];
     if (!waiting) return null;
-    const now = shownFor(ref, waiting.expect);
-    const same = Object.keys(waiting.expect).every((name) => Object.keys(waiting.expect[name])
-      .every((part) => [waiting.expect[name][part], (waiting.attributes[name] || {})[part]].map(shown).includes(now[name][part])));
-    if (!same) { waiting.changed = true; return 'changed'; }
+    if (sheetMoved(ref, waiting)) { waiting.changed = true; return 'changed'; }
     delete waiting.changed;
     // Where each part lands, taken before writing (writing links and unlinks no bar).
     const tokens = waitingTokens();

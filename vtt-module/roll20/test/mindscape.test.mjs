@@ -4301,6 +4301,47 @@ test('a held sheet the GM changed and then put back is tried again: status promi
   assert.doesNotMatch(whispersTo(ctx.sb, 'gm').at(-1), /Not written again/);
 });
 
+// A held Fenka whose retry found her sheet changed (HP 5, the write waiting with HP 2
+// over 11), then a resolve answered with `updates` for her; status's whisper after it.
+const changedThenStep = (ctx, updates) => {
+  ctx.sb.attribute(ctx.fenka.id, 'HP').set({ current: '5' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
+  refreshAnswer(ctx, lastRequest(ctx.sb), 3);
+  assert.match(whispersTo(ctx.sb, 'gm').filter((w) => /before resolving/.test(w)).at(-1), /Not written again, the sheet has changed since writing failed: Fenka\./);
+  const resolve = lastRequest(ctx.sb);
+  answer(ctx, resolve.id, stepAnswer(ctx, resolve, 4, { updates: [{ character_id: ctx.fenka.id, attributes: updates }] }));
+  assert.deepEqual(held(ctx), [ctx.fenka.id]);
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 4, waiting_for: [], combatants: { [ctx.ulcen.id]: {}, [ctx.fenka.id]: {} } } });
+  return whispersTo(ctx.sb, 'gm').at(-1);
+};
+
+test('a later step that writes another part of a held fighter whose sheet the GM changed, or misses one, leaves status saying the sheet has changed', () => {
+  // It writes the mind's state: the HP the GM changed still waits.
+  const wrote = fenkaMissedAStep();
+  const told = changedThenStep(wrote, { 'psionic-mind-state': { current: 'closed' } });
+  assert.deepEqual(Object.keys(writes(wrote)[wrote.fenka.id].attributes), ['HP']);
+  assert.match(told, /<br>Not written again, the sheet has changed since writing failed: Fenka\.<\/div>$/);
+  assert.doesNotMatch(told, /tried again/);
+  // It misses the HP again (still locked): the GM's 5 still stands against the 11 expected.
+  const missed = fenkaMissedAStep();
+  const again = changedThenStep(missed, { HP: { current: 1 } });
+  assert.deepEqual(writes(missed)[missed.fenka.id].attributes.HP, { current: 1 });
+  assert.match(again, /<br>Not written again, the sheet has changed since writing failed: Fenka\.<\/div>$/);
+  assert.doesNotMatch(again, /tried again/);
+});
+
+test('a later step that writes the very part the GM changed on a held sheet leaves the rest of its write to be tried again: status promises it', () => {
+  const ctx = fenkaMissedAStep();
+  unlockFenkaHp(ctx);
+  const told = changedThenStep(ctx, { HP: { current: 3 } });
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), 3);
+  assert.deepEqual(Object.keys(writes(ctx)[ctx.fenka.id].attributes), ['psionic-mind-state']);
+  assert.match(told, /Before the next resolve, the write it missed is tried again[^<]*Fenka\.<\/div>$/);
+  assert.doesNotMatch(told, /Not written again/);
+});
+
 test('a step or an undo answered after another encounter was created here holds nobody in the new one: the GM is told to bring the sheets in line by hand', () => {
   const ctx = encounterWithTwo();
   const step = resolveNow(ctx);

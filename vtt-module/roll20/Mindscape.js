@@ -4784,24 +4784,21 @@ var Mindscape = Mindscape || (() => {
         .filter((c) => !reader || (ownMember(refs, c) !== undefined && mayControl(reader, refs[c])))
         .map((c) => `${chatSafe(ownMember(names, c) || c)} (${chatSafe(offers[c].cost)} PSPs)`);
       const close = closing.length ? `<br>May pay to close their minds (declare --close): ${closing.join(', ')}` : '';
-      // What to put on a held sheet: the encounter's copy of what the sheets hold, for an
-      // unlinked token each value with where it belongs (tokenCopy). It tells that
+      // What to put on a held sheet: the encounter's copy of what the sheets hold, named
+      // as a missed write names it (copyValues), for an unlinked token each value with
+      // where it belongs. It tells that
       // fighter's PSPs, hit points and conditions: only the GM and its controllers read
       // it, as the sheet itself.
       // A token whose character is gone is out of the fight (its values have no place to
       // go, and the refresh lets go of it without taking it), as missedValues says a
       // gone fighter's write.
       const held = heldOf(enc).filter((ref) => !reader || mayControl(reader, ref));
-      const tokens = held.filter((ref) => ownToken(ref) && fighterCharacter(ref));
-      const said = held.map((ref) => {
-        const copy = viewCombatant(result, enc.combatants[ref]);
-        return tokens.includes(ref) ? tokenCopy(ref, copy) : { text: chatSafe(copyLine(copy)), own: false };
-      });
+      const said = held.map((ref) => copyValues(ref, viewCombatant(result, enc.combatants[ref])));
       const copies = held.map((ref, i) => `${chatSafe(fighterName(ref))}: ${said[i].text || 'no values in the view'}`);
       const recorded = held.filter((ref, i) => said[i].own);
       const retrying = (changed) => held.filter((ref) => writesOf(enc)[ref] && Boolean(writesOf(enc)[ref].changed) === changed);
       const holding = held.length ? `<br>Held, the encounter keeps its own copy (their sheets missed a write-back; put these values `
-        + `${tokens.length ? 'where each belongs' : 'on them'}, then <code>!psi encounter refresh</code>):<br>${copies.join('<br>')}`
+        + `${said.some((v) => v.token) ? 'where each belongs' : 'on them'}, then <code>!psi encounter refresh</code>):<br>${copies.join('<br>')}`
         + (recorded.length ? `<br>${OWN_RECORD_NOTE} ${namesOf(recorded)}.` : '')
         + (retrying(false).length ? `<br>${RETRY_NOTE} ${namesOf(retrying(false))}.` : '')
         + (retrying(true).length ? `<br>${CHANGED_NOTE} ${namesOf(retrying(true))}.` : '') : '';
@@ -4838,16 +4835,13 @@ var Mindscape = Mindscape || (() => {
     return parts;
   };
 
-  // The values of a combatant a sheet holds, in a line: "psp 19/30, hp 11, conditions
-  // stunned (1 more round), mind open".
-  const copyLine = (c) => copyParts(c).map(([what, v]) => `${what} ${'max' in v ? `${v.current}/${v.max}` : v.current}`).join(', ');
-
-  // A held unlinked token's copy (copyParts) as missedValues says a missed write, each
-  // value with where it belongs: HP and PSP (value, and maximum as the bar's max) as the
-  // attribute its character's barBindings write them as ("PSP 19, max 30 (its token's
-  // bar 2)"), anything else, as applyTokenUpdate keeps it, in Mindscape's own record of
-  // the token. {text, own}.
-  const tokenCopy = (ref, c) => {
+  // A held fighter's copy (copyParts) as missedValues says a missed write: HP and PSP
+  // (value, and maximum) as the attributes its character's barBindings write them as
+  // ("PSP 19, max 30; HP 11; mind open"), and for an unlinked token each value with
+  // where it belongs ("PSP 19, max 30 (its token's bar 2)"), anything but HP and PSP, as
+  // applyTokenUpdate keeps it, in Mindscape's own record of the token; none for a token
+  // whose character is gone (out of the fight, as a missed write of it). {text, own}.
+  const copyValues = (ref, c) => {
     const bindings = barBindings(fighterCharacter(ref));
     const attributes = {};
     copyParts(c).forEach(([what, value]) => Object.keys(value).forEach((part) => {
@@ -4855,7 +4849,7 @@ var Mindscape = Mindscape || (() => {
       const name = binding ? binding.attr : what;
       attributes[name] = Object.assign(attributes[name] || {}, { [binding ? binding.part : part]: value[part] });
     }));
-    return missedValues({ ref, attributes });
+    return missedValues({ ref, attributes, gone: !fighterCharacter(ref) });
   };
 
   // The combatant ids in an encounter.get view (a map by id, or a list), or null.

@@ -3753,7 +3753,7 @@ test('!psi encounter refresh takes held combatants too and lets go of each it to
   // The view gives the encounter's copy: the values to put on the held sheet.
   answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 4, waiting_for: [], combatants: {
     [ctx.ulcen.id]: {}, [ctx.fenka.id]: { psp: 19, psp_max: 30, hp: 11, conditions: ['stunned'], condition_rounds: { stunned: 1 }, mind: { state: 'open' } } } } });
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /<br>Held, the encounter keeps its own copy \(their sheets missed a write-back; put these values on them, then <code>!psi encounter refresh<\/code>\):<br>Fenka: psp 19\/30, hp 11, conditions stunned \(1 more\), mind open<\/div>$/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /<br>Held, the encounter keeps its own copy \(their sheets missed a write-back; put these values on them, then <code>!psi encounter refresh<\/code>\):<br>Fenka: PSP 19, max 30; HP 11; conditions stunned \(1 more\); mind open<\/div>$/);
   // The copy tells Fenka's PSPs and hit points: her controller (Bob) reads it, Alice not.
   for (const [playerid, whose, reads] of [[ALICE, 'Alice', false], [BOB, 'Bob', true]]) {
     ctx.sb.chat({ playerid, content: '!psi encounter status' });
@@ -3761,7 +3761,7 @@ test('!psi encounter refresh takes held combatants too and lets go of each it to
     answer(ctx, asked.id, { jsonrpc: '2.0', id: asked.id, result: { id: 'enc-1', phase: 'declare', revision: 4, waiting_for: [], combatants: {
       [ctx.ulcen.id]: {}, [ctx.fenka.id]: { psp: 19, psp_max: 30, hp: 11 } } } });
     const told = whispersTo(ctx.sb, whose).at(-1);
-    assert.equal(/Held, the encounter keeps its own copy[^]*Fenka: psp 19\/30, hp 11/.test(told), reads, whose);
+    assert.equal(/Held, the encounter keeps its own copy[^]*Fenka: PSP 19, max 30; HP 11/.test(told), reads, whose);
     assert.match(told, /Combatants: Ulcen of Tyr, Fenka/);
   }
   // Taken again successfully, Fenka is let go of too, and status lists nobody.
@@ -4160,6 +4160,20 @@ test('!psi encounter status says where each value of a held unlinked token belon
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /<br>Goblin 1: no values in the view<br>Goblin 2: PSP 19, max 20 \(its token's bar 2\)<\/div>$/);
 });
 
+test('!psi encounter status names a held character\'s values as its sheet\'s attributes, as it names a held token\'s: the mapping of a generic character', () => {
+  const ctx = encounterWithTwo();
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, stepAnswer(ctx, step, 3, UNMADE));
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi config --adapter roll20.generic --attr hp=Life --attr psp=Focus --attr psp_max=Focus|max' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 3, waiting_for: [], combatants: {
+    [ctx.ulcen.id]: { hp: 40 }, [ctx.fenka.id]: { psp: 19, psp_max: 30, hp: 11, mind: { state: 'open' } } } } });
+  const told = whispersTo(ctx.sb, 'gm').at(-1);
+  assert.match(told, /put these values on them, then <code>!psi encounter refresh<\/code>\):<br>Ulcen of Tyr: HP 40<br>Fenka: Focus 19, max 30; Life 11; mind open<\/div>$/);
+  assert.doesNotMatch(told, /its token's bar|its character's sheet|own record/);
+});
+
 test('!psi encounter status names no place for a held unlinked token whose character is gone: it is out of the fight, as a missed write of it says', () => {
   const ctx = goblins();
   encounterOf(ctx, [ctx.gob[0], ctx.gob[1]]);
@@ -4171,7 +4185,7 @@ test('!psi encounter status names no place for a held unlinked token whose chara
   answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 3, waiting_for: [], combatants: {
     [ctx.gob[0].id]: { hp: 7 }, [ctx.gob[1].id]: { psp: 19, psp_max: 20, hp: 1, mind: { state: 'open' } } } } });
   const told = whispersTo(ctx.sb, 'gm').at(-1);
-  assert.match(told, /put these values on them, then <code>!psi encounter refresh<\/code>\):<br>Goblin 1: hp 7<br>Goblin 2: psp 19\/20, hp 1, mind open<\/div>$/);
+  assert.match(told, /put these values on them, then <code>!psi encounter refresh<\/code>\):<br>Goblin 1: HP 7<br>Goblin 2: PSP 19, max 20; HP 1; mind open<\/div>$/);
   assert.doesNotMatch(told, /its token's bar|its character's sheet|own record/);
 });
 

@@ -4786,9 +4786,8 @@ var Mindscape = Mindscape || (() => {
       const close = closing.length ? `<br>May pay to close their minds (declare --close): ${closing.join(', ')}` : '';
       // What to put on a held sheet: the encounter's copy of what the sheets hold, named
       // as a missed write names it (copyValues), for an unlinked token each value with
-      // where it belongs. It tells that
-      // fighter's PSPs, hit points and conditions: only the GM and its controllers read
-      // it, as the sheet itself.
+      // where it belongs. It tells that fighter's PSPs, hit points and conditions: only
+      // the GM and its controllers read it, as the sheet itself.
       // A token whose character is gone is out of the fight (its values have no place to
       // go, and the refresh lets go of it without taking it), as missedValues says a
       // gone fighter's write.
@@ -4840,7 +4839,8 @@ var Mindscape = Mindscape || (() => {
   // ("PSP 19, max 30; HP 11; mind open"), and for an unlinked token each value with
   // where it belongs ("PSP 19, max 30 (its token's bar 2)"), anything but HP and PSP, as
   // applyTokenUpdate keeps it, in Mindscape's own record of the token; none for a token
-  // whose character is gone (out of the fight, as a missed write of it). {text, own}.
+  // whose character is gone (out of the fight, as a missed write of it). missedValues'
+  // {text, token, own}.
   const copyValues = (ref, c) => {
     const bindings = barBindings(fighterCharacter(ref));
     const attributes = {};

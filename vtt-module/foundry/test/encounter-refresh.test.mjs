@@ -2043,3 +2043,24 @@ test("a linked token deleted while tokens are being added to the encounter: its 
   assert.equal(ctl.meta.combatants.ulcen.deletedLinked, true, "the deletion's record stays");
   assert.ok(Object.values(ctl.meta.combatants).some((c) => c.tokenUuid === prime.uuid), "Fenka Prime is added");
 });
+
+test("End pressed here while the encounter is set outside this browser (another GM's End or Create, a macro) and a resolve is under way: the write Foundry misses is still told, and the encounter set elsewhere stays", async () => {
+  for (const next of [{}, { id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} }]) {
+    const { t, ctl, enc, asking, release } = await resolveWaiting();
+    const fenka = t.tokens.fenkaToken.actor;
+    lockPsp(fenka);
+    const resolving = ctl.resolve();
+    await asking;
+    const ending = ctl.end();
+    await t.clients.gm.svc.game.settings.set("mindscape", "encounter", next);
+    await ending;
+    const before = t.clients.gm.notes.given.length;
+    release();
+    await resolving;
+    const owed = enc.combatants.get("fenka-tokF").profile.psp;
+    assert.deepEqual(ctl.meta, next, "the encounter set elsewhere stays");
+    assert.deepEqual(warningsSince(t, before), [[behindWords(fenka, owed), true]], next.id ?? "ended");
+    assert.equal(ctl.afterEnd.size, 0, "the ended encounter's record is dropped once told");
+    assert.equal(ctl.endedIds.size, 0);
+  }
+});

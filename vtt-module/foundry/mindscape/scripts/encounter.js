@@ -1663,19 +1663,25 @@ export class EncounterController {
 
   /** `end`, once. */
   async endNow() {
-    const id = this.meta.id;
+    const pressed = structuredClone(this.meta);
+    const id = pressed.id;
     // From now on a step that finishes tells its missed writes itself (`applyStep`); a
     // hold being stored already is waited for, so that it is told here.
     if (id) this.endedIds.add(id);
     await Promise.allSettled([...this.heldSaves]);
-    const meta = this.meta;
+    // The encounter End ends, with the holds stored meanwhile; when another was set
+    // outside this browser meanwhile (another GM's End or Create, a macro), as it was
+    // when End was pressed.
+    const meta = this.meta.id === id ? this.meta : pressed;
     if (id) await this.svc.rpc("encounter.delete", { id }).catch(() => null);
     // A Create under way when End was pressed replaced the encounter meanwhile: the new
     // one stays, and that Create tells the old one's waiting writes (`createNow`). It took
     // it over (`replacedIds`) before its new meta is stored, which in Foundry is a round
     // trip to the server: the meta read here may still be the old one then.
-    if (id && (this.meta.id !== id || this.replacedIds.has(id))) return;
-    await this.saveMeta({});
+    if (id && this.replacedIds.has(id)) return;
+    // One set outside this browser meanwhile stays; End still tells what it ended, else
+    // the steps finishing after End started would wait in its record, told by nobody.
+    if (this.meta.id === id) await this.saveMeta({});
     await this.tellWaitingWrites(meta);
   }
 

@@ -2064,3 +2064,26 @@ test("End pressed here while the encounter is set outside this browser (another 
     assert.equal(ctl.endedIds.size, 0);
   }
 });
+
+test("Create pressed here while a meta write lands and the encounter is set outside this browser meanwhile, a resolve of the one it replaced under way: the write the resolve then misses is still told, in words of a replaced encounter", async () => {
+  const { t, ctl, enc, asking, release } = await resolveWaiting();
+  const fenka = t.tokens.fenkaToken.actor;
+  lockPsp(fenka);
+  const resolving = ctl.resolve();
+  await asking;
+  const elsewhere = { id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} };
+  // A meta write under way (a hold's, a deleted token's record), Create waiting for it,
+  // while the encounter is set outside this browser.
+  const landing = (async () => { await tick(1); await t.clients.gm.svc.game.settings.set("mindscape", "encounter", elsewhere); })();
+  ctl.heldSaves.add(landing);
+  landing.finally(() => ctl.heldSaves.delete(landing));
+  const made = await ctl.create([t.tokens.ulcenToken.uuid], "Next");
+  const before = t.clients.gm.notes.given.length;
+  release();
+  await resolving;
+  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  assert.equal(ctl.meta.id, made.id, "the new encounter is the current one");
+  assert.deepEqual(warningsSince(t, before), [[replacedBehindWords(fenka, owed), true]]);
+  assert.equal(ctl.afterEnd.size, 0, "the replaced encounter's record is dropped once told");
+  assert.equal(ctl.endedIds.size, 0);
+});

@@ -452,7 +452,8 @@ export class EncounterController {
   /**
    * `create`, once. An encounter this one replaces (the panel offers *Create* when it
    * cannot get the current one from the companion) ends here: its waiting writes are
-   * told as at *End* (`tellWaitingWrites`), in words of a replaced encounter (`replacedIds`).
+   * told as at *End* (`tellWaitingWrites`), in words of a replaced encounter (`replacedIds`),
+   * also when another was set outside this browser while the holds under way landed.
    * An End still ending the current encounter is waited for, also one pressed while the
    * companion made the new one: that encounter is End's to tell (in its own words, once),
    * and its last save must not wipe the new one.
@@ -465,12 +466,15 @@ export class EncounterController {
     // last save ({}), the meta read here may still be the encounter it is ending.
     await this.ending?.catch(() => null);
     // The replaced encounter ends as at End (`endNow`).
-    if (this.meta.id) {
-      this.endedIds.add(this.meta.id);
-      this.replacedIds.add(this.meta.id);
+    const taken = structuredClone(this.meta);
+    if (taken.id) {
+      this.endedIds.add(taken.id);
+      this.replacedIds.add(taken.id);
     }
     await Promise.allSettled([...this.heldSaves]);
-    const replaced = this.meta;
+    // With the holds stored meanwhile; when another encounter was set outside this
+    // browser meanwhile, the one taken over as it was: its writes are told all the same.
+    const replaced = this.meta.id === taken.id ? this.meta : taken;
     await this.saveMeta({ id: made.id, system, name, combatants: {} });
     await this.tellWaitingWrites(replaced);
     await this.add(tokenUuids);

@@ -2004,6 +2004,41 @@ test("the encounter replaced outside this browser (another GM's Create, a macro)
   assert.equal(said[0].options?.permanent, true);
 });
 
+test("Create pressed here while add's encounter.add is on its way, the companion still knowing the encounter the new one replaces and taking the token: add ends quietly (no notice of an encounter replaced elsewhere), the new encounter kept", async () => {
+  const { methods } = encounterMethods();
+  let answer;
+  const answered = new Promise((resolve) => { answer = resolve; });
+  let slow = false;
+  let sent = null;
+  const t = makeTable({
+    methods: {
+      ...methods,
+      "encounter.add": async (p) => {
+        if (!slow) return methods["encounter.add"](p);
+        sent = p.id;
+        await answered;
+        // The real companion keeps the replaced encounter, and takes the token into it.
+        return { combatant_id: "fenka-tokF", revision: 2, warnings: [], updates: [] };
+      },
+    },
+  });
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
+  slow = true;
+  const adding = ctl.add([t.tokens.fenkaToken.uuid]);
+  for (let i = 0; i < 20 && !sent; i++) await tick(1);
+  assert.equal(sent, "enc1", "fenka's encounter.add is on its way");
+  slow = false;
+  const before = t.clients.gm.notes.given.length;
+  const made = await ctl.create([t.tokens.goblinToken.uuid], "Next");
+  answer();
+  await adding;
+  assert.equal(ctl.meta.id, made.id);
+  assert.deepEqual(Object.values(ctl.meta.combatants).map((c) => c.tokenUuid), [t.tokens.goblinToken.uuid], "the new encounter, as Create made it");
+  const said = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "error" || n.kind === "warn");
+  assert.deepEqual(said, [], "the GM's own Create replaced it: nothing to tell");
+});
+
 test("End pressed (or the encounter set) outside this browser while add's encounter.add is on its way: the companion, which forgot the encounter, refuses it, and the GM here, whom nothing told, hears of it (NotFound)", async () => {
   for (const next of [{}, { id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} }]) {
     const { t, ctl, gate, count } = slowAdds(Infinity);

@@ -1984,6 +1984,8 @@ test("Create pressed while add's encounter.add is on its way, the companion not 
   assert.deepEqual(said, []);
 });
 
+const ADDED_ELSEWHERE = (names) => `The encounter stopped being the current one while tokens were added to it (it was ended or replaced outside this browser), so ${names} joined that encounter, not the current one: add them again if they are to fight in it.`;
+
 test("the encounter replaced outside this browser (another GM's Create, a macro) after add's last encounter.add was sent: the tokens the companion took are named in a notice that stays, and the encounter set elsewhere stays", async () => {
   const { t, ctl, gate, count } = slowAdds(Infinity);
   await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
@@ -2000,8 +2002,81 @@ test("the encounter replaced outside this browser (another GM's Create, a macro)
   assert.deepEqual(ctl.meta, next, "the encounter set elsewhere stays");
   const said = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
   assert.equal(said.length, 1);
-  assert.equal(said[0].text, "The encounter stopped being the current one while tokens were added to it (it was ended or replaced outside this browser), so Fenka joined that encounter, not the current one: add them again if they are to fight in it.");
+  assert.equal(said[0].text, ADDED_ELSEWHERE("Fenka"));
   assert.equal(said[0].options?.permanent, true);
+});
+
+/**
+ * A table whose companion answers the `encounter.add` of the goblin's token with `fail(p,
+ * methods)` (by default the test companion's answer; a failure throws, as the companion's
+ * refusal), after `meanwhile(t)` ran; `ctl` is the GM's controller, the encounter made
+ * with Ulcen.
+ */
+async function failingGoblinAdd({ fail = (p, methods) => methods["encounter.add"](p), meanwhile = async () => {} } = {}) {
+  const { methods } = encounterMethods();
+  const t = makeTable({
+    methods: {
+      ...methods,
+      "encounter.add": async (p) => {
+        if (p.combatant.data.token?.uuid !== t.tokens.goblinToken.uuid) return methods["encounter.add"](p);
+        await meanwhile(t);
+        return fail(p, methods);
+      },
+    },
+  });
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
+  return { t, ctl };
+}
+
+/** The ways the companion's `encounter.add` of a token may fail, each with what the GM's error is. */
+const ADD_FAILURES = {
+  "a sheet the rules refuse (RulesError)": { fail: () => { throw { code: 4001, message: "Refused", data: { rule: "psp-at-most-max", detail: "psp above psp_max" } }; }, is: (e) => e.key === "MINDSCAPE.Error.Rules" && e.data.rule === "psp-at-most-max" },
+  "a sheet the companion's schema refuses (InvalidParams)": { fail: () => { throw { code: -32602, message: "Invalid params", data: { errors: [{ path: "/combatant/profile/psp", message: "-3 is less than 0" }] } }; }, is: (e) => e.key === "MINDSCAPE.Error.InvalidParams" },
+  "an encounter the companion no longer knows, which nobody here ended (NotFound)": { fail: (p) => { throw { code: 4004, message: "Not found", data: { id: p.id } }; }, is: (e) => e.key === "MINDSCAPE.Error.NotFound" && e.data.id === "enc1" },
+};
+
+test("one token's encounter.add failing (the companion refusing its sheet, an encounter it no longer knows): the tokens the companion took before it are stored, and the error reaches the GM as it is", async () => {
+  for (const [name, { fail, is }] of Object.entries(ADD_FAILURES)) {
+    const { t, ctl } = await failingGoblinAdd({ fail });
+    await assert.rejects(ctl.add([t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid]), is, name);
+    const stored = t.clients.gm.svc.game.settings.get("mindscape", "encounter");
+    assert.deepEqual(Object.values(stored.combatants).map((c) => c.tokenUuid), [t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], name);
+    assert.equal(stored.combatants["fenka-tokF"].name, "Fenka", name);
+    // Added again, Fenka is known to be in already: not sent to the companion, which would refuse it.
+    const asked = calls(t).length;
+    await ctl.add([t.tokens.fenkaToken.uuid]);
+    assert.equal(calls(t).length, asked, name);
+    assert.equal(t.clients.gm.notes.given.at(-1).text, "Already in the encounter, so not added again: Fenka.", name);
+  }
+});
+
+test("the connection to the companion lost at one token's encounter.add: the tokens the companion took before it are stored, and the GM is told the companion could not be reached", async () => {
+  const { t, ctl } = await failingGoblinAdd();
+  const gm = t.clients.gm.svc;
+  const fetch = gm.env.fetch;
+  gm.env.fetch = async (url, init) => {
+    const body = JSON.parse(init.body);
+    if (body.method === "encounter.add" && body.params.combatant.data.token?.uuid === t.tokens.goblinToken.uuid) throw new TypeError("Failed to fetch");
+    return fetch(url, init);
+  };
+  await assert.rejects(ctl.add([t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid]), (e) => e instanceof DaemonUnreachableError && e.data.cause === "Failed to fetch");
+  assert.deepEqual(Object.keys(ctl.meta.combatants), ["ulcen", "fenka-tokF"]);
+});
+
+test("the encounter ended or replaced outside this browser while tokens are added, the companion then refusing the next token (NotFound): the tokens it took before are named in a notice that stays, the error reaches the GM, and what was set elsewhere stays", async () => {
+  for (const next of [{ id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} }, {}]) {
+    // Another GM's End (it deletes the encounter in the companion), then maybe their Create.
+    const meanwhile = async (t) => {
+      await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });
+      await t.clients.gm.svc.game.settings.set("mindscape", "encounter", next);
+    };
+    const { t, ctl } = await failingGoblinAdd({ meanwhile });
+    const before = t.clients.gm.notes.given.length;
+    await assert.rejects(ctl.add([t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid]), (e) => e.key === "MINDSCAPE.Error.NotFound" && e.data.id === "enc1");
+    assert.deepEqual(ctl.meta, next, "what was set elsewhere stays");
+    assert.deepEqual(warningsSince(t, before), [[ADDED_ELSEWHERE("Fenka"), true]], next.id ?? "none current");
+  }
 });
 
 test("Create pressed here while add's encounter.add is on its way, the companion still knowing the encounter the new one replaces and taking the token: add ends quietly (no notice of an encounter replaced elsewhere), the new encounter kept", async () => {

@@ -492,7 +492,11 @@ export class EncounterController {
    * ended the encounter here before this hears the companion's refusal. One ended or
    * replaced outside this browser meanwhile, which nothing told this GM of, is told: the
    * companion's refusal is thrown, and the tokens it took are named in a notice that
-   * stays (`MINDSCAPE.Encounter.AddedElsewhere`).
+   * stays (`keepAdded`). Any other failure of a token's `encounter.add` (a sheet the
+   * companion refuses, a lost connection) stops the tokens after it; those the companion
+   * took before it are stored all the same, as at the end (`keepAdded`), before the error
+   * is thrown: else they would be in the companion's encounter but not in the panel, and
+   * the companion would refuse to add them again.
    */
   async add(tokenUuids) {
     const meta = structuredClone(this.meta);
@@ -506,6 +510,7 @@ export class EncounterController {
     const adapter = await this.svc.adapterId();
     const already = [];
     const sent = [];
+    let failure = null;
     for (const uuid of tokenUuids ?? []) {
       const { token, actor } = await this.svc.docs(uuid);
       const key = participantOf(token, actor).actorUuid;
@@ -518,27 +523,44 @@ export class EncounterController {
         added = await this.svc.rpc("encounter.add", { id: meta.id, combatant: this.svc.ref(actor, token, adapter) });
       } catch (error) {
         // End pressed meanwhile (or a new encounter replaced it), and the companion forgot
-        // the encounter: End (or Create) told the GM, and nothing is stored, as below.
-        if (this.forgotten(meta.id, error)) return meta;
-        throw error;
+        // the encounter: End (or Create) told the GM, and nothing is stored (`keepAdded`).
+        // Any other refusal reaches the GM once the tokens taken before it are stored.
+        if (!this.forgotten(meta.id, error)) failure = error;
+        break;
       }
       this.svc.sheetWarnings(added?.warnings, { "": token?.name ?? actor.name });
       sent.push(added.combatant_id);
       // The side its token is on (disposition), for the allies a defense may draw in.
       meta.combatants[added.combatant_id] = { tokenUuid: token?.uuid ?? null, actorUuid: actor.uuid, name: token?.name ?? actor.name, disposition: dispositionOf({ token, actor }) };
     }
-    // End pressed meanwhile (or a new encounter replaced it): the companion forgot this
-    // encounter, and its meta must not come back over what End or Create stored.
+    // A failure before the companion took any token leaves nothing to store: its error is all there is to tell.
+    if (failure && !sent.length) throw failure;
+    const kept = await this.keepAdded(meta, sent);
+    if (failure) throw failure;
+    if (kept && already.length) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.AlreadyIn", { names: already.join(", ") }));
+    return meta;
+  }
+
+  /**
+   * Store `meta`, into which `add` put the combatants `sent` (the ids the companion gave
+   * the tokens it took), whether add got through all its tokens or stopped at a failure.
+   * Whether it stored it: not when End pressed here ended the encounter meanwhile, or a
+   * new encounter made here replaced it (`endedIds`): the companion forgot it, or will
+   * be told nothing more of it, and its meta must not come back over what End or Create
+   * stored. Not either when it stopped being the current one outside this browser
+   * (another GM's End or Create, a macro), which nothing told this GM of: the tokens the
+   * companion took went to an encounter that is no longer the current one, and a notice
+   * that stays names them (`MINDSCAPE.Encounter.AddedElsewhere`).
+   */
+  async keepAdded(meta, sent) {
     // Every meta write under way (a hold's, a deleted token's record) lands first, and
     // this one is waited for in turn (`heldSaves`): none writes an older meta over another.
     await this.metaWritesLanded();
     const now = this.meta;
-    if (this.endedIds.has(meta.id)) return meta;
+    if (this.endedIds.has(meta.id)) return false;
     if (now.id !== meta.id) {
-      // Ended or replaced outside this browser (another GM's, or a macro): nothing told this
-      // GM, and the tokens went to an encounter that is no longer the current one.
       if (sent.length) this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.AddedElsewhere", { names: namesOf(meta, sent) }), { permanent: true });
-      return meta;
+      return false;
     }
     // What was stored meanwhile (holds, a deleted token's record) is kept.
     meta.held = now.held;
@@ -547,8 +569,7 @@ export class EncounterController {
     if (meta.held === undefined) delete meta.held;
     if (meta.gone === undefined) delete meta.gone;
     await this.saveTracked(meta);
-    if (already.length) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.AlreadyIn", { names: already.join(", ") }));
-    return meta;
+    return true;
   }
 
   /**

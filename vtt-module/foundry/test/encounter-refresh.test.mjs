@@ -1984,26 +1984,28 @@ test("Create pressed while add's encounter.add is on its way, the companion not 
   assert.deepEqual(said, []);
 });
 
-const ADDED_ELSEWHERE = (names) => `The encounter stopped being the current one while tokens were added to it (it was ended or replaced outside this browser), so ${names} joined that encounter, not the current one: add them again if they are to fight in it.`;
+/** The notice naming tokens the companion added to an encounter set outside this browser meanwhile, with no encounter current now (`none`) or another (`other`). */
+const addedElsewhere = {
+  none: (names) => `The encounter stopped being the current one outside this browser (it was ended or replaced there) while the companion added ${names} to it, and no encounter is current now: to fight, each must be in a new one (Create from selected tokens).`,
+  other: (names) => `The encounter stopped being the current one outside this browser (it was ended or replaced there) while the companion added ${names} to it, and another encounter is current now: to fight in it, each must be added again (Add selected).`,
+};
 
-test("the encounter replaced outside this browser (another GM's Create, a macro) after add's last encounter.add was sent: the tokens the companion took are named in a notice that stays, and the encounter set elsewhere stays", async () => {
-  const { t, ctl, gate, count } = slowAdds(Infinity);
-  await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
-  gate.from = count() + 1;
-  const before = t.clients.gm.notes.given.length;
-  const adding = ctl.add([t.tokens.fenkaToken.uuid]);
-  for (let i = 0; i < 20 && count() < gate.from; i++) await tick(1);
-  assert.equal(count(), gate.from, "fenka's encounter.add is on its way");
-  // Set elsewhere; the companion still knows enc1, so it takes Fenka.
-  const next = { id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} };
-  await t.clients.gm.svc.game.settings.set("mindscape", "encounter", next);
-  gate.answer();
-  await adding;
-  assert.deepEqual(ctl.meta, next, "the encounter set elsewhere stays");
-  const said = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "warn");
-  assert.equal(said.length, 1);
-  assert.equal(said[0].text, ADDED_ELSEWHERE("Fenka"));
-  assert.equal(said[0].options?.permanent, true);
+test("the encounter ended or replaced outside this browser (another GM's End or Create, a macro) after add's last encounter.add was sent: the tokens the companion took are named in a notice that stays, saying whether another encounter is current now, and what was set elsewhere stays", async () => {
+  for (const [next, words] of [[{ id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} }, addedElsewhere.other], [{}, addedElsewhere.none]]) {
+    const { t, ctl, gate, count } = slowAdds(Infinity);
+    await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
+    gate.from = count() + 1;
+    const before = t.clients.gm.notes.given.length;
+    const adding = ctl.add([t.tokens.fenkaToken.uuid]);
+    for (let i = 0; i < 20 && count() < gate.from; i++) await tick(1);
+    assert.equal(count(), gate.from, "fenka's encounter.add is on its way");
+    // Set elsewhere; the companion still knows enc1, so it takes Fenka.
+    await t.clients.gm.svc.game.settings.set("mindscape", "encounter", next);
+    gate.answer();
+    await adding;
+    assert.deepEqual(ctl.meta, next, "what was set elsewhere stays");
+    assert.deepEqual(warningsSince(t, before), [[words("Fenka"), true]], next.id ?? "none current");
+  }
 });
 
 /**
@@ -2065,7 +2067,7 @@ test("the connection to the companion lost at one token's encounter.add: the tok
 });
 
 test("the encounter ended or replaced outside this browser while tokens are added, the companion then refusing the next token (NotFound): the tokens it took before are named in a notice that stays, the error reaches the GM, and what was set elsewhere stays", async () => {
-  for (const next of [{ id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} }, {}]) {
+  for (const [next, words] of [[{ id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} }, addedElsewhere.other], [{}, addedElsewhere.none]]) {
     // Another GM's End (it deletes the encounter in the companion), then maybe their Create.
     const meanwhile = async (t) => {
       await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });
@@ -2075,7 +2077,7 @@ test("the encounter ended or replaced outside this browser while tokens are adde
     const before = t.clients.gm.notes.given.length;
     await assert.rejects(ctl.add([t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid]), (e) => e.key === "MINDSCAPE.Error.NotFound" && e.data.id === "enc1");
     assert.deepEqual(ctl.meta, next, "what was set elsewhere stays");
-    assert.deepEqual(warningsSince(t, before), [[ADDED_ELSEWHERE("Fenka"), true]], next.id ?? "none current");
+    assert.deepEqual(warningsSince(t, before), [[words("Fenka"), true]], next.id ?? "none current");
   }
 });
 

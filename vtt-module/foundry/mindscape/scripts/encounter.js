@@ -550,7 +550,8 @@ export class EncounterController {
    * stored. Not either when it stopped being the current one outside this browser
    * (another GM's End or Create, a macro), which nothing told this GM of: the tokens the
    * companion took went to an encounter that is no longer the current one, and a notice
-   * that stays names them (`MINDSCAPE.Encounter.AddedElsewhere`).
+   * that stays names them (`AddedElsewhereNone` when no encounter is current now,
+   * `AddedElsewhereOther` when another is).
    */
   async keepAdded(meta, sent) {
     // Every meta write under way (a hold's, a deleted token's record) lands first, and
@@ -559,7 +560,9 @@ export class EncounterController {
     const now = this.meta;
     if (this.endedIds.has(meta.id)) return false;
     if (now.id !== meta.id) {
-      if (sent.length) this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.AddedElsewhere", { names: namesOf(meta, sent) }), { permanent: true });
+      // Keys written out whole, so that the language file's check finds each.
+      const key = now.id ? "MINDSCAPE.Encounter.AddedElsewhereOther" : "MINDSCAPE.Encounter.AddedElsewhereNone";
+      if (sent.length) this.svc.notify("warn", this.svc.t.format(key, { names: namesOf(meta, sent) }), { permanent: true });
       return false;
     }
     // What was stored meanwhile (holds, a deleted token's record) is kept.

@@ -4836,18 +4836,21 @@ var Mindscape = Mindscape || (() => {
 
   // A held fighter's copy (copyParts) as missedValues says a missed write: HP and PSP
   // (value, and maximum) as the attributes its character's barBindings write them as
-  // ("PSP 19, max 30; HP 11; mind open"), and for an unlinked token each value with
-  // where it belongs ("PSP 19, max 30 (its token's bar 2)"), anything but HP and PSP, as
-  // applyTokenUpdate keeps it, in Mindscape's own record of the token; none for a token
-  // whose character is gone (out of the fight, as a missed write of it). missedValues'
-  // {text, token, own}.
+  // ("PSP 19, max 30; HP 11; mind open"), or, where a generic mapping names none, as the
+  // psi_* attribute the companion writes them to instead (STATE_PAIRS: "psi_psp 19, max
+  // 30"), and for an unlinked token each value with where it belongs ("PSP 19, max 30
+  // (its token's bar 2)"), anything but HP and PSP, as applyTokenUpdate keeps it, in
+  // Mindscape's own record of the token; none for a token whose character is gone (out
+  // of the fight, as a missed write of it). missedValues' {text, token, own}.
   const copyValues = (ref, c) => {
     const bindings = barBindings(fighterCharacter(ref));
     const attributes = {};
     copyParts(c).forEach(([what, value]) => Object.keys(value).forEach((part) => {
-      const binding = ['hp', 'psp'].includes(what) ? bindings.find((b) => b.field === what && b.bar === (part === 'max' ? 'max' : 'value')) : null;
-      const name = binding ? binding.attr : what;
-      attributes[name] = Object.assign(attributes[name] || {}, { [binding ? binding.part : part]: value[part] });
+      const field = ['hp', 'psp'].includes(what);
+      const binding = field ? bindings.find((b) => b.field === what && b.bar === (part === 'max' ? 'max' : 'value')) : null;
+      const [name, side] = binding ? [binding.attr, binding.part]
+        : field ? STATE_PAIRS[part === 'max' ? `${what}_max` : what] || [`psi_${what}`, 'current'] : [what, part];
+      attributes[name] = Object.assign(attributes[name] || {}, { [side]: value[part] });
     }));
     return missedValues({ ref, attributes, gone: !fighterCharacter(ref) });
   };

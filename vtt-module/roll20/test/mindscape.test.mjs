@@ -4174,6 +4174,34 @@ test('!psi encounter status names a held character\'s values as its sheet\'s att
   assert.doesNotMatch(told, /its token's bar|its character's sheet|own record/);
 });
 
+// adapters/roll20.py: a field a generic mapping does not name is read from and written
+// to its psi_* attribute (state_attribute), PSP's maximum as psi_psp's max.
+test('!psi encounter status names HP and PSP that a generic mapping leaves out as the psi_* attributes the companion writes them to, for a character and an unlinked token', () => {
+  const ctx = encounterWithTwo();
+  const step = resolveNow(ctx);
+  answer(ctx, step.id, stepAnswer(ctx, step, 3, UNMADE));
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi config --adapter roll20.generic --attr hp=Life' });
+  const status = (c, combatants) => {
+    c.sb.chat({ playerid: GM, content: '!psi encounter status' });
+    const get = lastRequest(c.sb);
+    answer(c, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 3, waiting_for: [], combatants } });
+    return whispersTo(c.sb, 'gm').at(-1);
+  };
+  const fenka = { psp: 19, psp_max: 30, hp: 11, mind: { state: 'open' } };
+  assert.match(status(ctx, { [ctx.ulcen.id]: { hp: 40 }, [ctx.fenka.id]: fenka }), /<br>Fenka: psi_psp 19, max 30; Life 11; mind open<\/div>$/);
+  // PSP named, its maximum not: the maximum is psi_psp's.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi config --attr psp=Focus' });
+  assert.match(status(ctx, { [ctx.ulcen.id]: { hp: 40 }, [ctx.fenka.id]: fenka }), /<br>Fenka: Focus 19; psi_psp max 30; Life 11; mind open<\/div>$/);
+  // An unlinked goblin keeps psi_psp in Mindscape's own record of it (applyTokenUpdate).
+  const gob = goblins();
+  encounterOf(gob, [gob.gob[0], gob.gob[1]]);
+  const again = resolveNow(gob);
+  answer(gob, again.id, stepAnswer(gob, again, 3, UNMADE));
+  gob.sb.chat({ playerid: GM, selected: [gob.gob[0].id], content: '!psi config --adapter roll20.generic --attr hp=HP' });
+  assert.match(status(gob, { [gob.gob[0].id]: { hp: 7 }, [gob.gob[1].id]: { psp: 19, psp_max: 20, hp: 1 } }),
+    /<br>Goblin 2: psi_psp 19, max 20 \(Mindscape's own record of this token\); HP 1 \(its token's bar 1\)<br>No command sets/);
+});
+
 test('!psi encounter status names no place for a held unlinked token whose character is gone: it is out of the fight, as a missed write of it says', () => {
   const ctx = goblins();
   encounterOf(ctx, [ctx.gob[0], ctx.gob[1]]);

@@ -2066,6 +2066,25 @@ test("the connection to the companion lost at one token's encounter.add: the tok
   assert.deepEqual(Object.keys(ctl.meta.combatants), ["ulcen", "fenka-tokF"]);
 });
 
+test("a selected token deleted while the companion takes the one before it: the token it took is stored, and the GM is told the deleted one is not found", async () => {
+  const { methods } = encounterMethods();
+  const t = makeTable({
+    methods: {
+      ...methods,
+      "encounter.add": (p) => {
+        if (p.combatant.data.token?.uuid === t.tokens.fenkaToken.uuid) removeDocs(t, t.tokens.goblinToken);
+        return methods["encounter.add"](p);
+      },
+    },
+  });
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
+  const goblin = t.tokens.goblinToken.uuid;
+  await assert.rejects(ctl.add([t.tokens.fenkaToken.uuid, goblin]), (e) => e.key === "MINDSCAPE.Error.NoDocument" && e.data.uuid === goblin);
+  assert.deepEqual(Object.keys(ctl.meta.combatants), ["ulcen", "fenka-tokF"]);
+  assert.equal(ctl.meta.combatants["fenka-tokF"].tokenUuid, t.tokens.fenkaToken.uuid);
+});
+
 test("the encounter ended or replaced outside this browser while tokens are added, the companion then refusing the next token (NotFound): the tokens it took before are named in a notice that stays, the error reaches the GM, and what was set elsewhere stays", async () => {
   for (const [next, words] of [[{ id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} }, addedElsewhere.other], [{}, addedElsewhere.none]]) {
     // Another GM's End (it deletes the encounter in the companion), then maybe their Create.

@@ -492,8 +492,8 @@ export class EncounterController {
    * ended the encounter here before this hears the companion's refusal. One ended or
    * replaced outside this browser meanwhile, which nothing told this GM of, is told: the
    * companion's refusal is thrown, and the tokens it took are named in a notice that
-   * stays (`keepAdded`). Any other failure of a token's `encounter.add` (a sheet the
-   * companion refuses, a lost connection) stops the tokens after it; those the companion
+   * stays (`keepAdded`). Any other failure at a token (a sheet the companion refuses, a
+   * lost connection, the token deleted since it was selected) stops the tokens after it; those the companion
    * took before it are stored all the same, as at the end (`keepAdded`), before the error
    * is thrown: else they would be in the companion's encounter but not in the panel, and
    * the companion would refuse to add them again.
@@ -512,19 +512,20 @@ export class EncounterController {
     const sent = [];
     let failure = null;
     for (const uuid of tokenUuids ?? []) {
-      const { token, actor } = await this.svc.docs(uuid);
-      const key = participantOf(token, actor).actorUuid;
-      if (Object.values(meta.combatants ?? {}).some((c) => c?.actorUuid === key)) {
-        already.push(token?.name ?? actor.name);
-        continue;
-      }
-      let added;
+      let token, actor, added;
       try {
+        // A token deleted since it was selected fails here, after those before it were taken.
+        ({ token, actor } = await this.svc.docs(uuid));
+        const key = participantOf(token, actor).actorUuid;
+        if (Object.values(meta.combatants ?? {}).some((c) => c?.actorUuid === key)) {
+          already.push(token?.name ?? actor.name);
+          continue;
+        }
         added = await this.svc.rpc("encounter.add", { id: meta.id, combatant: this.svc.ref(actor, token, adapter) });
       } catch (error) {
         // End pressed meanwhile (or a new encounter replaced it), and the companion forgot
         // the encounter: End (or Create) told the GM, and nothing is stored (`keepAdded`).
-        // Any other refusal reaches the GM once the tokens taken before it are stored.
+        // Any other failure reaches the GM once the tokens taken before it are stored.
         if (!this.forgotten(meta.id, error)) failure = error;
         break;
       }

@@ -2066,6 +2066,18 @@ test("the connection to the companion lost at one token's encounter.add: the tok
   assert.deepEqual(Object.keys(ctl.meta.combatants), ["ulcen", "fenka-tokF"]);
 });
 
+test("one token's encounter.add refused, and storing the tokens taken before it failing too: the GM is told of both, and the companion's refusal is what add throws", async () => {
+  const { t, ctl } = await failingGoblinAdd({ fail: ADD_FAILURES["a sheet the rules refuse (RulesError)"].fail });
+  const settings = t.clients.gm.svc.game.settings;
+  const set = settings.set.bind(settings);
+  settings.set = (ns, key, value) => (key === "encounter" ? Promise.reject(new Error("the server lost the write")) : set(ns, key, value));
+  const before = t.clients.gm.notes.given.length;
+  await assert.rejects(ctl.add([t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid]), ADD_FAILURES["a sheet the rules refuse (RulesError)"].is);
+  const errors = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "error").map((n) => n.text);
+  assert.equal(errors.length, 1);
+  assert.match(errors[0], /the server lost the write/);
+});
+
 test("a selected token deleted while the companion takes the one before it: the token it took is stored, and the GM is told the deleted one is not found", async () => {
   const { methods } = encounterMethods();
   const t = makeTable({

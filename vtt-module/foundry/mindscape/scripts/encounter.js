@@ -496,7 +496,8 @@ export class EncounterController {
    * lost connection, the token deleted since it was selected) stops the tokens after it; those the companion
    * took before it are stored all the same, as at the end (`keepAdded`), before the error
    * is thrown: else they would be in the companion's encounter but not in the panel, and
-   * the companion would refuse to add them again.
+   * the companion would refuse to add them again. Should storing them fail too, the GM is
+   * told of that and the failure is thrown all the same.
    */
   async add(tokenUuids) {
     const meta = structuredClone(this.meta);
@@ -536,7 +537,14 @@ export class EncounterController {
     }
     // A failure before the companion took any token leaves nothing to store: its error is all there is to tell.
     if (failure && !sent.length) throw failure;
-    const kept = await this.keepAdded(meta, sent);
+    let kept = false;
+    try {
+      kept = await this.keepAdded(meta, sent);
+    } catch (error) {
+      // Storing them failed too: the GM is told of it, and of the failure that stopped add.
+      if (!failure) throw error;
+      this.svc.notifyError(error);
+    }
     if (failure) throw failure;
     if (kept && already.length) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.AlreadyIn", { names: already.join(", ") }));
     return meta;

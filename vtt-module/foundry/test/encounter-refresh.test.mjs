@@ -1986,8 +1986,8 @@ test("Create pressed while add's encounter.add is on its way, the companion not 
 
 /** The notice naming tokens the companion added to an encounter set outside this browser meanwhile, with no encounter current now (`none`) or another (`other`). */
 const addedElsewhere = {
-  none: (names) => `The encounter stopped being the current one outside this browser (it was ended or replaced there) while the companion added ${names} to it, and no encounter is current now: to fight, each must be in a new one (Create from selected tokens).`,
-  other: (names) => `The encounter stopped being the current one outside this browser (it was ended or replaced there) while the companion added ${names} to it, and another encounter is current now: to fight in it, each must be added again (Add selected).`,
+  none: (names) => `The encounter stopped being the current one outside this browser (it was ended or replaced there) while the companion added ${names} to it, and no encounter is current now: to have them fight, select their tokens and make a new one (Create from selected tokens).`,
+  other: (names) => `The encounter stopped being the current one outside this browser (it was ended or replaced there) while the companion added ${names} to it, and another encounter is current now: to have them fight in it, select their tokens and add them again (Add selected).`,
 };
 
 test("the encounter ended or replaced outside this browser (another GM's End or Create, a macro) after add's last encounter.add was sent: the tokens the companion took are named in a notice that stays, saying whether another encounter is current now, and what was set elsewhere stays", async () => {

@@ -2097,19 +2097,33 @@ test("a selected token deleted while the companion takes the one before it: the 
   assert.equal(ctl.meta.combatants["fenka-tokF"].tokenUuid, t.tokens.fenkaToken.uuid);
 });
 
-test("the encounter ended or replaced outside this browser while tokens are added, the companion then refusing the next token (NotFound): the tokens it took before are named in a notice that stays, the error reaches the GM, and what was set elsewhere stays", async () => {
+test("the encounter ended or replaced outside this browser while tokens are added, the companion then refusing the next token (NotFound): one notice that stays names the tokens it took and those it never got, no error contradicts it, and what was set elsewhere stays", async () => {
   for (const [next, words] of [[{ id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} }, addedElsewhere.other], [{}, addedElsewhere.none]]) {
     // Another GM's End (it deletes the encounter in the companion), then maybe their Create.
     const meanwhile = async (t) => {
       await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });
       await t.clients.gm.svc.game.settings.set("mindscape", "encounter", next);
     };
-    const { t, ctl } = await failingGoblinAdd({ meanwhile });
+    const { t, ctl } = await failingGoblinAdd({ fail: ADD_FAILURES["an encounter the companion no longer knows, which nobody here ended (NotFound)"].fail, meanwhile });
+    // A token after the goblin, which add never sends.
+    const prime = t.world.token({ id: "tokF2", name: "Fenka Prime", actor: t.actors.fenka, actorLink: true });
     const before = t.clients.gm.notes.given.length;
-    await assert.rejects(ctl.add([t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid]), (e) => e.key === "MINDSCAPE.Error.NotFound" && e.data.id === "enc1");
+    await ctl.add([t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid, prime.uuid]);
     assert.deepEqual(ctl.meta, next, "what was set elsewhere stays");
-    assert.deepEqual(warningsSince(t, before), [[words("Fenka"), true]], next.id ?? "none current");
+    const unsent = "Not added, as the companion no longer knows that encounter: Goblin, Fenka Prime; select their tokens too.";
+    assert.deepEqual(warningsSince(t, before), [[`${words("Fenka")} ${unsent}`, true]], next.id ?? "none current");
+    const errors = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "error");
+    assert.deepEqual(errors, [], next.id ?? "none current");
   }
+});
+
+test("the encounter replaced outside this browser while tokens are added, the companion then refusing the next one's sheet: the notice names the tokens it took, and the refusal still reaches the GM", async () => {
+  const { is, fail } = ADD_FAILURES["a sheet the rules refuse (RulesError)"];
+  const next = { id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} };
+  const { t, ctl } = await failingGoblinAdd({ fail, meanwhile: (t) => t.clients.gm.svc.game.settings.set("mindscape", "encounter", next) });
+  const before = t.clients.gm.notes.given.length;
+  await assert.rejects(ctl.add([t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid]), is);
+  assert.deepEqual(warningsSince(t, before), [[addedElsewhere.other("Fenka"), true]]);
 });
 
 test("Create pressed here while add's encounter.add is on its way, the companion still knowing the encounter the new one replaces and taking the token: add ends quietly (no notice of an encounter replaced elsewhere), the new encounter kept", async () => {

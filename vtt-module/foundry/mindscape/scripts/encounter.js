@@ -497,7 +497,9 @@ export class EncounterController {
    * took before it are stored all the same, as at the end (`keepAdded`), before the error
    * is thrown: else they would be in the companion's encounter but not in the panel, and
    * the companion would refuse to add them again. Should storing them fail too, the GM is
-   * told of that and the failure is thrown all the same.
+   * told of that and the failure is thrown all the same; but when the companion refused a
+   * token as it no longer knows an encounter set outside this browser meanwhile, the
+   * notice that stays also names the tokens it never got, and is all the GM is told.
    */
   async add(tokenUuids) {
     const meta = structuredClone(this.meta);
@@ -512,7 +514,9 @@ export class EncounterController {
     const already = [];
     const sent = [];
     let failure = null;
-    for (const uuid of tokenUuids ?? []) {
+    // The selected tokens from the one that failed on, which the companion never took.
+    let unsent = [];
+    for (const [at, uuid] of (tokenUuids ?? []).entries()) {
       let token, actor, added;
       try {
         // A token deleted since it was selected fails here, after those before it were taken.
@@ -527,7 +531,10 @@ export class EncounterController {
         // End pressed meanwhile (or a new encounter replaced it), and the companion forgot
         // the encounter: End (or Create) told the GM, and nothing is stored (`keepAdded`).
         // Any other failure reaches the GM once the tokens taken before it are stored.
-        if (!this.forgotten(meta.id, error)) failure = error;
+        if (!this.forgotten(meta.id, error)) {
+          failure = error;
+          unsent = tokenUuids.slice(at);
+        }
         break;
       }
       this.svc.sheetWarnings(added?.warnings, { "": token?.name ?? actor.name });
@@ -537,42 +544,50 @@ export class EncounterController {
     }
     // A failure before the companion took any token leaves nothing to store: its error is all there is to tell.
     if (failure && !sent.length) throw failure;
-    let kept = false;
+    // The companion no longer knows the encounter: should it have stopped being the
+    // current one outside this browser, the notice names those tokens too (`keepAdded`).
+    const lost = failure instanceof NotFoundError && failure.data?.id === meta.id;
+    let outcome = "ended";
     try {
-      kept = await this.keepAdded(meta, sent);
+      outcome = await this.keepAdded(meta, sent, lost ? await this.tokenNames(unsent) : []);
     } catch (error) {
       // Storing them failed too: the GM is told of it, and of the failure that stopped add.
       if (!failure) throw error;
       this.svc.notifyError(error);
     }
-    if (failure) throw failure;
-    if (kept && already.length) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.AlreadyIn", { names: already.join(", ") }));
+    // The notice told what became of every token; the companion's NotFound would only
+    // add "start a new encounter", untrue when another is current now.
+    if (failure && !(lost && outcome === "elsewhere")) throw failure;
+    if (outcome === "stored" && already.length) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.AlreadyIn", { names: already.join(", ") }));
     return meta;
   }
 
   /**
    * Store `meta`, into which `add` put the combatants `sent` (the ids the companion gave
    * the tokens it took), whether add got through all its tokens or stopped at a failure.
-   * Whether it stored it: not when End pressed here ended the encounter meanwhile, or a
-   * new encounter made here replaced it (`endedIds`): the companion forgot it, or will
-   * be told nothing more of it, and its meta must not come back over what End or Create
-   * stored. Not either when it stopped being the current one outside this browser
-   * (another GM's End or Create, a macro), which nothing told this GM of: the tokens the
-   * companion took went to an encounter that is no longer the current one, and a notice
-   * that stays names them (`AddedElsewhereNone` when no encounter is current now,
-   * `AddedElsewhereOther` when another is).
+   * What became of it: "stored"; "ended" when End pressed here ended the encounter
+   * meanwhile, or a new encounter made here replaced it (`endedIds`): the companion
+   * forgot it, or will be told nothing more of it, and its meta must not come back over
+   * what End or Create stored; "elsewhere" when it stopped being the current one outside
+   * this browser (another GM's End or Create, a macro), which nothing told this GM of:
+   * the tokens the companion took went to an encounter that is no longer the current
+   * one, and a notice that stays names them (`AddedElsewhereNone` when no encounter is
+   * current now, `AddedElsewhereOther` when another is), and the names `unsent` of those
+   * the companion refused as it no longer knows that encounter (`AddedElsewhereUnsent`).
    */
-  async keepAdded(meta, sent) {
+  async keepAdded(meta, sent, unsent = []) {
     // Every meta write under way (a hold's, a deleted token's record) lands first, and
     // this one is waited for in turn (`heldSaves`): none writes an older meta over another.
     await this.metaWritesLanded();
     const now = this.meta;
-    if (this.endedIds.has(meta.id)) return false;
+    if (this.endedIds.has(meta.id)) return "ended";
     if (now.id !== meta.id) {
       // Keys written out whole, so that the language file's check finds each.
       const key = now.id ? "MINDSCAPE.Encounter.AddedElsewhereOther" : "MINDSCAPE.Encounter.AddedElsewhereNone";
-      if (sent.length) this.svc.notify("warn", this.svc.t.format(key, { names: namesOf(meta, sent) }), { permanent: true });
-      return false;
+      const words = [this.svc.t.format(key, { names: namesOf(meta, sent) })];
+      if (unsent.length) words.push(this.svc.t.format("MINDSCAPE.Encounter.AddedElsewhereUnsent", { names: unsent.join(", ") }));
+      if (sent.length) this.svc.notify("warn", words.join(" "), { permanent: true });
+      return "elsewhere";
     }
     // What was stored meanwhile (holds, a deleted token's record) is kept.
     meta.held = now.held;
@@ -581,7 +596,17 @@ export class EncounterController {
     if (meta.held === undefined) delete meta.held;
     if (meta.gone === undefined) delete meta.gone;
     await this.saveTracked(meta);
-    return true;
+    return "stored";
+  }
+
+  /** The names of the tokens `uuids` (a token's, else its actor's), once each; a document not found is left out. */
+  async tokenNames(uuids) {
+    const names = new Set();
+    for (const uuid of uuids) {
+      const found = await this.svc.docs(uuid).catch(() => null);
+      if (found) names.add(found.token?.name ?? found.actor.name);
+    }
+    return [...names];
   }
 
   /**

@@ -2126,6 +2126,66 @@ test("the encounter replaced outside this browser while tokens are added, the co
   assert.deepEqual(warningsSince(t, before), [[addedElsewhere.other("Fenka"), true]]);
 });
 
+/**
+ * The GM's game.settings.set of the encounter setting for which `slow(value)` holds waits
+ * for the returned `release()` (Foundry's round trip to the server, made long); `storing`
+ * settles once such a write is asked.
+ */
+function slowEncounterSet(t, slow) {
+  const settings = t.clients.gm.svc.game.settings;
+  const set = settings.set.bind(settings);
+  let release;
+  const released = new Promise((resolve) => { release = resolve; });
+  let asked;
+  const storing = new Promise((resolve) => { asked = resolve; });
+  settings.set = async (ns, key, value) => {
+    if (key === "encounter" && slow(value)) {
+      asked();
+      await released;
+    }
+    return set(ns, key, value);
+  };
+  return { storing, release };
+}
+
+test("Add selected pressed while Create here stores its new encounter (after the companion made it): add waits for it and adds the tokens to the new encounter, not the one it replaced", async () => {
+  const { methods } = encounterMethods();
+  const t = makeTable({ methods });
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
+  const { storing, release } = slowEncounterSet(t, (value) => value?.name === "Next");
+  const before = t.clients.gm.notes.given.length;
+  const creating = ctl.create([t.tokens.goblinToken.uuid], "Next");
+  await storing;
+  const adding = ctl.add([t.tokens.fenkaToken.uuid]);
+  await tick(5);
+  release();
+  const made = await creating;
+  await adding;
+  assert.equal(ctl.meta.id, made.id);
+  assert.deepEqual(Object.values(ctl.meta.combatants).map((c) => c.tokenUuid), [t.tokens.goblinToken.uuid, t.tokens.fenkaToken.uuid], "Fenka in the new encounter");
+  assert.deepEqual(calls(t).filter((c) => c.method === "encounter.add").map((c) => c.params.id), ["enc1", "enc2", "enc2"]);
+  assert.deepEqual(t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "error" || n.kind === "warn"), []);
+});
+
+test("Add selected pressed while End here is ending the encounter: add waits for it and is refused as with no encounter, sending nothing", async () => {
+  const { methods } = encounterMethods();
+  const t = makeTable({ methods });
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
+  const { storing, release } = slowEncounterSet(t, (value) => !value?.id);
+  const ending = ctl.end();
+  await storing;
+  const asked = calls(t).length;
+  const adding = ctl.add([t.tokens.fenkaToken.uuid]);
+  await tick(5);
+  release();
+  await ending;
+  await assert.rejects(adding, (e) => e.key === "MINDSCAPE.Error.NoEncounter");
+  assert.equal(calls(t).length, asked, "no encounter.add sent");
+  assert.deepEqual(ctl.meta, {});
+});
+
 test("Create pressed here while add's encounter.add is on its way, the companion still knowing the encounter the new one replaces and taking the token: add ends quietly (no notice of an encounter replaced elsewhere), the new encounter kept", async () => {
   const { methods } = encounterMethods();
   let answer;

@@ -477,7 +477,8 @@ export class EncounterController {
     const replaced = this.meta.id === taken.id ? this.meta : taken;
     await this.saveMeta({ id: made.id, system, name, combatants: {} });
     await this.tellWaitingWrites(replaced);
-    await this.add(tokenUuids);
+    // Not `add`, which would wait for this very Create.
+    await this.addNow(tokenUuids);
     return made;
   }
 
@@ -500,8 +501,18 @@ export class EncounterController {
    * told of that and the failure is thrown all the same; but when the companion refused a
    * token as it no longer knows an encounter set outside this browser meanwhile, the
    * notice that stays also names the tokens it never got, and is all the GM is told.
+   * A Create or End under way here (`creating`, `ending`) is waited for before the
+   * encounter is read: until it stored its meta (a round trip to the server) the meta
+   * read would still be the encounter it replaces or ends, and the tokens would go there.
+   * So they go to the new encounter, or, after End, are refused as with no encounter.
    */
   async add(tokenUuids) {
+    while (this.creating || this.ending) await Promise.allSettled([this.creating, this.ending]);
+    return this.addNow(tokenUuids);
+  }
+
+  /** `add` without waiting for a Create or End under way: Create's own add (`createNow`). */
+  async addNow(tokenUuids) {
     const meta = structuredClone(this.meta);
     if (!meta.id) throw new UsageError("MINDSCAPE.Error.NoEncounter");
     return this.stepOf(meta.id, () => this.addTo(meta, tokenUuids));

@@ -2117,6 +2117,25 @@ test("the encounter ended or replaced outside this browser while tokens are adde
   }
 });
 
+test("the encounter replaced outside this browser while tokens are added, the companion then refusing the next token (NotFound): the tokens never sent are named once each, without those whose creature is in the encounter already, which add would not have sent", async () => {
+  const next = { id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} };
+  const meanwhile = async (t) => {
+    await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });
+    await t.clients.gm.svc.game.settings.set("mindscape", "encounter", next);
+  };
+  const { t, ctl } = await failingGoblinAdd({ fail: ADD_FAILURES["an encounter the companion no longer knows, which nobody here ended (NotFound)"].fail, meanwhile });
+  // Fenka's token again, and Ulcen's, whom Create put in the encounter: both would be skipped as already in.
+  const again = t.world.token({ id: "tokF3", name: "Fenka", actor: t.actors.fenka });
+  t.tokens.fenkaToken.actor = t.actors.fenka;
+  t.tokens.fenkaToken.actorLink = true;
+  again.actor = t.actors.fenka;
+  again.actorLink = true;
+  const before = t.clients.gm.notes.given.length;
+  await ctl.add([t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid, again.uuid, t.tokens.ulcenToken.uuid, t.tokens.goblinToken.uuid]);
+  const unsent = "Not added, as the companion no longer knows that encounter: Goblin; select their tokens too.";
+  assert.deepEqual(warningsSince(t, before), [[`${addedElsewhere.other("Fenka")} ${unsent}`, true]]);
+});
+
 test("the encounter replaced outside this browser while tokens are added, the companion then refusing the next one's sheet: the notice names the tokens it took, and the refusal still reaches the GM", async () => {
   const { is, fail } = ADD_FAILURES["a sheet the rules refuse (RulesError)"];
   const next = { id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} };

@@ -560,7 +560,7 @@ export class EncounterController {
     const lost = failure instanceof NotFoundError && failure.data?.id === meta.id;
     let outcome = "ended";
     try {
-      outcome = await this.keepAdded(meta, sent, lost ? await this.tokenNames(unsent) : []);
+      outcome = await this.keepAdded(meta, sent, lost ? await this.tokenNames(unsent, meta) : []);
     } catch (error) {
       // Storing them failed too: the GM is told of it, and of the failure that stopped add.
       if (!failure) throw error;
@@ -610,12 +610,23 @@ export class EncounterController {
     return "stored";
   }
 
-  /** The names of the tokens `uuids` (a token's, else its actor's), once each; a document not found is left out. */
-  async tokenNames(uuids) {
+  /**
+   * The names of the tokens `uuids` (a token's, else its actor's) that add would still
+   * have sent to encounter `meta`: once each, and none whose creature (its actor as seen
+   * through the token) is in `meta` already or came earlier in `uuids`, which add skips
+   * (else a token the notice says the companion took would be named as not added too).
+   * A document not found is left out.
+   */
+  async tokenNames(uuids, meta) {
+    const keys = new Set(Object.values(meta.combatants ?? {}).map((c) => c?.actorUuid));
     const names = new Set();
     for (const uuid of uuids) {
       const found = await this.svc.docs(uuid).catch(() => null);
-      if (found) names.add(found.token?.name ?? found.actor.name);
+      if (!found) continue;
+      const key = participantOf(found.token, found.actor).actorUuid;
+      if (keys.has(key)) continue;
+      keys.add(key);
+      names.add(found.token?.name ?? found.actor.name);
     }
     return [...names];
   }

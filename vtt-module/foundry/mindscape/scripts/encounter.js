@@ -492,8 +492,8 @@ export class EncounterController {
    * Create) told the GM. Counted as under way (`stepOf`), so that End does not forget it
    * ended the encounter here before this hears the companion's refusal. One ended or
    * replaced outside this browser meanwhile, which nothing told this GM of, is told: the
-   * companion's refusal is thrown, and the tokens it took are named in a notice that
-   * stays (`keepAdded`). Any other failure at a token (a sheet the companion refuses, a
+   * tokens the companion took are named in a notice that stays (`keepAdded`), and its
+   * refusal of a token before it took any is thrown. Any other failure at a token (a sheet the companion refuses, a
    * lost connection, the token deleted since it was selected) stops the tokens after it; those the companion
    * took before it are stored all the same, as at the end (`keepAdded`), before the error
    * is thrown: else they would be in the companion's encounter but not in the panel, and

@@ -89,6 +89,31 @@ function notWrittenBack(answer) {
   return { ...answer, updates: [], updates_failed: { error_id: "e-42" } };
 }
 
+/** An encounter another GM's browser (or a macro) sets as the current one, a new object each time. */
+const elsewhere = () => ({ id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} });
+
+/** What the tests of an encounter changed outside this browser set it to: none, or another one. */
+const setElsewhereCases = () => [{}, elsewhere()];
+
+/** Set the world's current encounter as another GM's browser or a macro does. */
+function setElsewhere(t, next) {
+  return t.clients.gm.svc.game.settings.set("mindscape", "encounter", next);
+}
+
+/**
+ * `resolveWaiting`, with Fenka's sheet refusing writes of her PSPs (`lockPsp`) and a
+ * resolve under way whose answer the companion made and gives at `release()`: the table
+ * with `fenka` and `resolving`.
+ */
+async function resolvingFenkaLocked() {
+  const table = await resolveWaiting();
+  const fenka = table.t.tokens.fenkaToken.actor;
+  lockPsp(fenka);
+  const resolving = table.ctl.resolve();
+  await table.asking;
+  return { ...table, fenka, resolving };
+}
+
 test("before a resolve every combatant is taken again from its sheet, in turn, and the write-back starts from the sheets", async () => {
   let inFlight = 0;
   let most = 0;
@@ -959,11 +984,7 @@ test("End pressed while a resolve writes back a sheet whose token is then delete
 });
 
 test("End pressed while the companion resolves: the stored step is still written to the sheets, and a write Foundry misses is told as End tells those still waiting", async () => {
-  const { t, ctl, enc, asking, release } = await resolveWaiting();
-  const fenka = t.tokens.fenkaToken.actor;
-  lockPsp(fenka);
-  const resolving = ctl.resolve();
-  await asking;
+  const { t, ctl, enc, release, fenka, resolving } = await resolvingFenkaLocked();
   await ctl.end();
   const before = t.clients.gm.notes.given.length;
   release();
@@ -975,13 +996,9 @@ test("End pressed while the companion resolves: the stored step is still written
 });
 
 test("the current encounter changed outside this browser (another GM's End or Create, a macro) while the companion resolves: a write Foundry misses is told as one to put right by hand, without saying that the encounter ended", async () => {
-  for (const next of [{}, { id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} }]) {
-    const { t, ctl, enc, asking, release } = await resolveWaiting();
-    const fenka = t.tokens.fenkaToken.actor;
-    lockPsp(fenka);
-    const resolving = ctl.resolve();
-    await asking;
-    await t.clients.gm.svc.game.settings.set("mindscape", "encounter", next);
+  for (const next of setElsewhereCases()) {
+    const { t, ctl, enc, release, fenka, resolving } = await resolvingFenkaLocked();
+    await setElsewhere(t, next);
     const before = t.clients.gm.notes.given.length;
     release();
     await resolving;
@@ -1066,11 +1083,11 @@ test("a new encounter created while the companion resolves a step it then cannot
 });
 
 test("the current encounter changed outside this browser (another GM's End or Create, a macro) while the companion resolves a step it then cannot write back: the error that stays says only that the encounter is no longer the current one, not that it ended", async () => {
-  for (const next of [{}, { id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} }]) {
+  for (const next of setElsewhereCases()) {
     const { t, ctl, asking, release } = await resolveWaiting({ edit: notWrittenBack });
     const resolving = ctl.resolve({ force: true });
     await asking;
-    await t.clients.gm.svc.game.settings.set("mindscape", "encounter", next);
+    await setElsewhere(t, next);
     const before = t.clients.gm.notes.given.length;
     release();
     await resolving;
@@ -1655,12 +1672,12 @@ test("a resolve whose answer is lost after End: the notice that stays names the 
 });
 
 test("a resolve whose answer is lost after the current encounter changed outside this browser (another GM's End or Create, a macro): the notice that stays says only that the encounter is no longer the current one, not that it ended, and nothing is held in the one set", async () => {
-  for (const next of [{}, { id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} }]) {
+  for (const next of setElsewhereCases()) {
     const { t, ctl } = await encounter();
     const { asking, fail } = losingResolve(t);
     const resolving = ctl.resolve({ force: true });
     await asking;
-    await t.clients.gm.svc.game.settings.set("mindscape", "encounter", next);
+    await setElsewhere(t, next);
     fail();
     await assert.rejects(resolving, DaemonUnreachableError);
     assert.deepEqual(ctl.meta, next, "the current encounter is left as it was set");
@@ -1991,7 +2008,7 @@ const addedElsewhere = {
 };
 
 test("the encounter ended or replaced outside this browser (another GM's End or Create, a macro) after add's last encounter.add was sent: the tokens the companion took are named in a notice that stays, saying whether another encounter is current now, and what was set elsewhere stays", async () => {
-  for (const [next, words] of [[{ id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} }, addedElsewhere.other], [{}, addedElsewhere.none]]) {
+  for (const [next, words] of [[elsewhere(), addedElsewhere.other], [{}, addedElsewhere.none]]) {
     const { t, ctl, gate, count } = slowAdds(Infinity);
     await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
     gate.from = count() + 1;
@@ -2000,7 +2017,7 @@ test("the encounter ended or replaced outside this browser (another GM's End or 
     for (let i = 0; i < 20 && count() < gate.from; i++) await tick(1);
     assert.equal(count(), gate.from, "fenka's encounter.add is on its way");
     // Set elsewhere; the companion still knows enc1, so it takes Fenka.
-    await t.clients.gm.svc.game.settings.set("mindscape", "encounter", next);
+    await setElsewhere(t, next);
     gate.answer();
     await adding;
     assert.deepEqual(ctl.meta, next, "what was set elsewhere stays");
@@ -2098,11 +2115,11 @@ test("a selected token deleted while the companion takes the one before it: the 
 });
 
 test("the encounter ended or replaced outside this browser while tokens are added, the companion then refusing the next token (NotFound): one notice that stays names the tokens it took and those it never got, no error contradicts it, and what was set elsewhere stays", async () => {
-  for (const [next, words] of [[{ id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} }, addedElsewhere.other], [{}, addedElsewhere.none]]) {
+  for (const [next, words] of [[elsewhere(), addedElsewhere.other], [{}, addedElsewhere.none]]) {
     // Another GM's End (it deletes the encounter in the companion), then maybe their Create.
     const meanwhile = async (t) => {
       await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });
-      await t.clients.gm.svc.game.settings.set("mindscape", "encounter", next);
+      await setElsewhere(t, next);
     };
     const { t, ctl } = await failingGoblinAdd({ fail: ADD_FAILURES["an encounter the companion no longer knows, which nobody here ended (NotFound)"].fail, meanwhile });
     // A token after the goblin, which add never sends.
@@ -2118,10 +2135,10 @@ test("the encounter ended or replaced outside this browser while tokens are adde
 });
 
 test("the encounter replaced outside this browser while tokens are added, the companion then refusing the next token (NotFound): the tokens never sent are named once each, without those whose creature is in the encounter already, which add would not have sent", async () => {
-  const next = { id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} };
+  const next = elsewhere();
   const meanwhile = async (t) => {
     await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });
-    await t.clients.gm.svc.game.settings.set("mindscape", "encounter", next);
+    await setElsewhere(t, next);
   };
   const { t, ctl } = await failingGoblinAdd({ fail: ADD_FAILURES["an encounter the companion no longer knows, which nobody here ended (NotFound)"].fail, meanwhile });
   // Fenka's token again, and Ulcen's, whom Create put in the encounter: both would be skipped as already in.
@@ -2138,8 +2155,8 @@ test("the encounter replaced outside this browser while tokens are added, the co
 
 test("the encounter replaced outside this browser while tokens are added, the companion then refusing the next one's sheet: the notice names the tokens it took, and the refusal still reaches the GM", async () => {
   const { is, fail } = ADD_FAILURES["a sheet the rules refuse (RulesError)"];
-  const next = { id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} };
-  const { t, ctl } = await failingGoblinAdd({ fail, meanwhile: (t) => t.clients.gm.svc.game.settings.set("mindscape", "encounter", next) });
+  const next = elsewhere();
+  const { t, ctl } = await failingGoblinAdd({ fail, meanwhile: (t) => setElsewhere(t, next) });
   const before = t.clients.gm.notes.given.length;
   await assert.rejects(ctl.add([t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid]), is);
   assert.deepEqual(warningsSince(t, before), [[addedElsewhere.other("Fenka"), true]]);
@@ -2241,7 +2258,7 @@ test("Create pressed here while add's encounter.add is on its way, the companion
 });
 
 test("End pressed (or the encounter set) outside this browser while add's encounter.add is on its way: the companion, which forgot the encounter, refuses it, and the GM here, whom nothing told, hears of it (NotFound)", async () => {
-  for (const next of [{}, { id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} }]) {
+  for (const next of setElsewhereCases()) {
     const { t, ctl, gate, count } = slowAdds(Infinity);
     await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
     gate.from = count() + 1;
@@ -2250,7 +2267,7 @@ test("End pressed (or the encounter set) outside this browser while add's encoun
     assert.equal(count(), gate.from, "fenka's encounter.add is on its way");
     // Another GM's End (it deletes the encounter in the companion), then maybe their Create.
     await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });
-    await t.clients.gm.svc.game.settings.set("mindscape", "encounter", next);
+    await setElsewhere(t, next);
     gate.answer();
     await assert.rejects(adding, (e) => e.key === "MINDSCAPE.Error.NotFound" && e.data.id === "enc1", next.id ?? "ended");
     assert.deepEqual(ctl.meta, next, "the encounter set elsewhere stays");
@@ -2281,14 +2298,10 @@ test("a linked token deleted while tokens are being added to the encounter: its 
 });
 
 test("End pressed here while the encounter is set outside this browser (another GM's End or Create, a macro) and a resolve is under way: the write Foundry misses is still told, and the encounter set elsewhere stays", async () => {
-  for (const next of [{}, { id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} }]) {
-    const { t, ctl, enc, asking, release } = await resolveWaiting();
-    const fenka = t.tokens.fenkaToken.actor;
-    lockPsp(fenka);
-    const resolving = ctl.resolve();
-    await asking;
+  for (const next of setElsewhereCases()) {
+    const { t, ctl, enc, release, fenka, resolving } = await resolvingFenkaLocked();
     const ending = ctl.end();
-    await t.clients.gm.svc.game.settings.set("mindscape", "encounter", next);
+    await setElsewhere(t, next);
     await ending;
     const before = t.clients.gm.notes.given.length;
     release();
@@ -2302,15 +2315,11 @@ test("End pressed here while the encounter is set outside this browser (another 
 });
 
 test("Create pressed here while a meta write lands and the encounter is set outside this browser meanwhile, a resolve of the one it replaced under way: the write the resolve then misses is still told, in words of a replaced encounter", async () => {
-  const { t, ctl, enc, asking, release } = await resolveWaiting();
-  const fenka = t.tokens.fenkaToken.actor;
-  lockPsp(fenka);
-  const resolving = ctl.resolve();
-  await asking;
-  const elsewhere = { id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} };
+  const { t, ctl, enc, release, fenka, resolving } = await resolvingFenkaLocked();
+  const other = elsewhere();
   // A meta write under way (a hold's, a deleted token's record), Create waiting for it,
   // while the encounter is set outside this browser.
-  const landing = (async () => { await tick(1); await t.clients.gm.svc.game.settings.set("mindscape", "encounter", elsewhere); })();
+  const landing = (async () => { await tick(1); await setElsewhere(t, other); })();
   ctl.heldSaves.add(landing);
   landing.finally(() => ctl.heldSaves.delete(landing));
   const made = await ctl.create([t.tokens.ulcenToken.uuid], "Next");

@@ -4036,18 +4036,25 @@ test('a held fighter the companion no longer has (a resync) is out of its hold: 
   assert.equal(valueOf(ctx, ctx.fenka.id, 'HP'), '11');
 });
 
+// Token `token`'s writes throw ('token locked') until the returned function puts its
+// set back.
+const lockToken = (token) => {
+  const set = token.set;
+  token.set = () => { throw new Error('token locked'); };
+  return () => { token.set = set; };
+};
+
 test('an unlinked token\'s missed write waits with what its bar showed, and lands on the bar when tried again; its own record took its part at once', () => {
   const ctx = goblins();
   encounterOf(ctx, [ctx.gob[0], ctx.gob[1]]);
-  const set = ctx.gob[1].set;
-  ctx.gob[1].set = () => { throw new Error('token locked'); };
+  const unlock = lockToken(ctx.gob[1]);
   const step = resolveNow(ctx);
   const update = { character_id: ctx.gob[1].id, attributes: { HP: { current: 1 }, psi_mind: { current: '{"state":"open"}' } } };
   answer(ctx, step.id, { jsonrpc: '2.0', id: step.id, result: { round: 1, results: [], summary: 'Round 1.', rolls: [], revision: 3, updates: [update] } });
   assert.deepEqual(held(ctx), [ctx.gob[1].id]);
   assert.deepEqual(writes(ctx)[ctx.gob[1].id], { attributes: { HP: { current: 1 } }, expect: { HP: { current: '3' } }, older: { HP: { current: [] } } });
   assert.equal(ctx.sb.state.Mindscape.tokens[ctx.gob[1].id].psi_mind.current, '{"state":"open"}');
-  ctx.gob[1].set = set;
+  unlock();
   ctx.sb.chat({ playerid: GM, content: '!psi encounter resolve' });
   refreshAnswer(ctx, lastRequest(ctx.sb), 3);
   assert.equal(ctx.gob[1].get('bar1_value'), 1);
@@ -4068,8 +4075,7 @@ const OPENED_SHOWN = '&#123;&#34;state&#34;:&#34;open&#34;&#125;';
 test('an unlinked token\'s write whose bar throws outside an encounter keeps its own record and its sheet\'s PSP, and names only the bar\'s value as missed, with where it belongs (ROLL20.md: unlinked tokens)', () => {
   const ctx = goblins();
   const req = attackGoblin(ctx);
-  const set = ctx.gob[1].set;
-  ctx.gob[1].set = () => { throw new Error('token locked'); };
+  const unlock = lockToken(ctx.gob[1]);
   answerWrites(ctx, req, ctx.gob[1].id, { HP: { current: 1 }, PSP: { current: 8 }, psi_mind: { current: OPENED } });
   // Its bar is not written (its write threw); its own record (written first) and its
   // character's PSP (--pspbar none, written before the bars) are.
@@ -4081,7 +4087,7 @@ test('an unlinked token\'s write whose bar throws outside an encounter keeps its
   assert.match(told, /<br>Put the values for a sheet or a token's bar there by hand if it is still needed\.<\/div>$/);
   assert.doesNotMatch(told, /PSP|psi_mind|own record|nothing was written/);
   // Its next exchange sends the mind its record took.
-  ctx.gob[1].set = set;
+  unlock();
   const next = attackGoblin(ctx);
   assert.equal(attribOf(next.body.params.defender, 'psi_mind').current, OPENED);
 });
@@ -4090,7 +4096,7 @@ test('an unlinked token\'s missed PSP names the bar set by --pspbar, and a maxim
   const ctx = goblins();
   ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });
   const req = attackGoblin(ctx);
-  ctx.gob[1].set = () => { throw new Error('token locked'); };
+  lockToken(ctx.gob[1]);
   answerWrites(ctx, req, ctx.gob[1].id, { PSP: { current: 8, max: 20 }, PSP_max: { current: 20 } });
   const told = missedWhisper(ctx);
   assert.match(told, /<b>Goblin 2<\/b> \(writing failed; the API console has the details\): PSP 8, max 20 \(its token's bar 2\); PSP_max 20 \(its token's bar 2 max\)<br>Put the values for a sheet or a token's bar there by hand if it is still needed\.<\/div>$/);
@@ -4100,15 +4106,14 @@ test('an unlinked token\'s missed PSP names the bar set by --pspbar, and a maxim
 test('a held unlinked token whose bar\'s write threw is told only of its bar\'s value: a refresh letting go of it before the write is tried again takes its own record with the step\'s mind', () => {
   const ctx = goblins();
   encounterOf(ctx, [ctx.gob[0], ctx.gob[1]]);
-  const set = ctx.gob[1].set;
-  ctx.gob[1].set = () => { throw new Error('token locked'); };
+  const unlock = lockToken(ctx.gob[1]);
   const step = resolveNow(ctx);
   roundAnswer(ctx, step, 1, 3, { updates: [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 1 }, psi_mind: { current: OPENED } } }] });
   assert.deepEqual(held(ctx), [ctx.gob[1].id]);
   const told = missedWhisper(ctx);
   assert.match(told, /the other changes were written:<br><b>Goblin 2<\/b> \(writing failed; the API console has the details\): HP 1 \(its token's bar 1\)<br>The encounter keeps its own copy of Goblin 2 until the write lands/);
   assert.doesNotMatch(told, /psi_mind|own record/);
-  ctx.gob[1].set = set;
+  unlock();
   ctx.sb.chat({ playerid: GM, content: '!psi encounter refresh' });
   refreshAnswer(ctx, lastRequest(ctx.sb), 4);
   const taken = lastRequest(ctx.sb);
@@ -4121,7 +4126,7 @@ test('a held unlinked token with no write to try keeps its own record\'s part of
   encounterOf(ctx, [ctx.gob[0], ctx.gob[1]]);
   const first = resolveNow(ctx);
   roundAnswer(ctx, first, 1, 3, UNMADE);
-  ctx.gob[1].set = () => { throw new Error('token locked'); };
+  lockToken(ctx.gob[1]);
   const second = resolveNow(ctx);
   roundAnswer(ctx, second, 2, 4, { updates: [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 1 }, psi_mind: { current: OPENED } } }] });
   assert.deepEqual(writes(ctx), {});

@@ -270,9 +270,8 @@ def _check_controllers_agree(request: Mapping[str, Any],
     target comes first), so a second sheet that differs in anything, its defenses too, is
     refused at its id (or the name the id was made from); the order its attacks,
     defenses and conditions are listed in is no difference (``_as_compared``). In
-    ``controller``/
-    ``controllers`` (an encounter gives it once for each of its puppets a wave strikes)
-    the sheets are the same. A controller that is a target too (``defender``,
+    ``controller``/``controllers`` (an encounter gives it once for each of its puppets a
+    wave strikes) the sheets are the same. A controller that is a target too (``defender``,
     ``defenders``: a wave at a puppet and at its controller) has the same sheet in both
     places, its defenses too (known in one place and not in the other, the defense it
     raises would be taken or refused by the order of the targets); that refusal names

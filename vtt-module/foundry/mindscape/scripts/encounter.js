@@ -424,6 +424,13 @@ export class EncounterController {
 
   async saveMeta(meta) { await setSetting(this.game, "encounter", meta); }
 
+  /**
+   * The current meta while it is still encounter `copy`'s (with what was stored into it
+   * since, holds among them), else `copy` as it was read: what End or Create tells of the
+   * encounter it ends or replaces, also once another was set outside this browser.
+   */
+  stillOr(copy) { return this.meta.id === copy.id ? this.meta : copy; }
+
   /** Store `meta` as one of the meta writes under way (`heldSaves`), which later ones wait for. */
   async saveTracked(meta) {
     const saving = this.saveMeta(meta);
@@ -474,7 +481,7 @@ export class EncounterController {
     await Promise.allSettled([...this.heldSaves]);
     // With the holds stored meanwhile; when another encounter was set outside this
     // browser meanwhile, the one taken over as it was: its writes are told all the same.
-    const replaced = this.meta.id === taken.id ? this.meta : taken;
+    const replaced = this.stillOr(taken);
     await this.saveMeta({ id: made.id, system, name, combatants: {} });
     await this.tellWaitingWrites(replaced);
     // Not `add`, which would wait for this very Create.
@@ -1756,7 +1763,7 @@ export class EncounterController {
     // The encounter End ends, with the holds stored meanwhile; when another was set
     // outside this browser meanwhile (another GM's End or Create, a macro), as it was
     // when End was pressed.
-    const meta = this.meta.id === id ? this.meta : pressed;
+    const meta = this.stillOr(pressed);
     if (id) await this.svc.rpc("encounter.delete", { id }).catch(() => null);
     // A Create under way when End was pressed replaced the encounter meanwhile: the new
     // one stays, and that Create tells the old one's waiting writes (`createNow`). It took

@@ -2007,6 +2007,15 @@ const addedElsewhere = {
   other: (names) => `The encounter stopped being the current one outside this browser (it was ended or replaced there) while the companion added ${names} to it, and another encounter is current now: to have them fight in it, select their tokens and add them again (Add selected).`,
 };
 
+/** The notice naming tokens add did not send to an encounter set outside this browser meanwhile, as the companion took none. */
+const notAddedElsewhere = {
+  none: (names) => `Not added: ${names}. The encounter stopped being the current one outside this browser (it was ended or replaced there) before the companion took them, and no encounter is current now: to have them fight, select their tokens and make a new one (Create from selected tokens).`,
+  other: (names) => `Not added: ${names}. The encounter stopped being the current one outside this browser (it was ended or replaced there) before the companion took them, and another encounter is current now: to have them fight in it, select their tokens and add them (Add selected).`,
+};
+
+/** The sentence of those notices naming selected tokens add skipped as already in that encounter. */
+const alreadyElsewhere = (names) => `Already in that encounter, so not sent again: ${names}; select their tokens too.`;
+
 test("the encounter ended or replaced outside this browser (another GM's End or Create, a macro) after add's last encounter.add was sent: the tokens the companion took are named in a notice that stays, saying whether another encounter is current now, and what was set elsewhere stays", async () => {
   for (const [next, words] of [[elsewhere(), addedElsewhere.other], [{}, addedElsewhere.none]]) {
     const { t, ctl, gate, count } = slowAdds(Infinity);
@@ -2153,6 +2162,35 @@ test("the encounter replaced outside this browser while tokens are added, the co
   assert.deepEqual(warningsSince(t, before), [[`${addedElsewhere.other("Fenka")} ${unsent}`, true]]);
 });
 
+test("the encounter ended or replaced outside this browser while tokens are added: selected tokens skipped as already in that encounter are named in the same notice that stays (not in an AlreadyIn notice), without a creature the companion took in this add", async () => {
+  for (const [next, words] of [[elsewhere(), addedElsewhere.other], [{}, addedElsewhere.none]]) {
+    // The companion takes the goblin (the encounter set elsewhere meanwhile), then refuses nothing.
+    const { t, ctl } = await failingGoblinAdd({ meanwhile: (t) => setElsewhere(t, next) });
+    // Fenka linked, and a second token of hers after the goblin: skipped, as the companion took her just now.
+    const again = t.world.token({ id: "tokF3", name: "Fenka", actor: t.actors.fenka });
+    t.tokens.fenkaToken.actor = t.actors.fenka;
+    t.tokens.fenkaToken.actorLink = true;
+    again.actor = t.actors.fenka;
+    again.actorLink = true;
+    const before = t.clients.gm.notes.given.length;
+    await ctl.add([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid, again.uuid]);
+    assert.deepEqual(ctl.meta, next, "what was set elsewhere stays");
+    assert.deepEqual(warningsSince(t, before), [[`${words("Fenka, Goblin")} ${alreadyElsewhere("Ulcen of Tyr")}`, true]], next.id ?? "none current");
+    assert.deepEqual(t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "info"), [], next.id ?? "none current");
+  }
+  // With the next token refused as the companion no longer knows the encounter: taken, not added, already in.
+  const next = elsewhere();
+  const meanwhile = async (t) => {
+    await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });
+    await setElsewhere(t, next);
+  };
+  const { t, ctl } = await failingGoblinAdd({ fail: ADD_FAILURES["an encounter the companion no longer knows, which nobody here ended (NotFound)"].fail, meanwhile });
+  const before = t.clients.gm.notes.given.length;
+  await ctl.add([t.tokens.fenkaToken.uuid, t.tokens.ulcenToken.uuid, t.tokens.goblinToken.uuid]);
+  const unsent = "Not added, as the companion no longer knows that encounter: Goblin; select their tokens too.";
+  assert.deepEqual(warningsSince(t, before), [[`${addedElsewhere.other("Fenka")} ${unsent} ${alreadyElsewhere("Ulcen of Tyr")}`, true]]);
+});
+
 test("the encounter replaced outside this browser while tokens are added, the companion then refusing the next one's sheet: the notice names the tokens it took, and the refusal still reaches the GM", async () => {
   const { is, fail } = ADD_FAILURES["a sheet the rules refuse (RulesError)"];
   const next = elsewhere();
@@ -2257,20 +2295,25 @@ test("Create pressed here while add's encounter.add is on its way, the companion
   assert.deepEqual(said, [], "the GM's own Create replaced it: nothing to tell");
 });
 
-test("End pressed (or the encounter set) outside this browser while add's encounter.add is on its way: the companion, which forgot the encounter, refuses it, and the GM here, whom nothing told, hears of it (NotFound)", async () => {
-  for (const next of setElsewhereCases()) {
+test("End pressed (or the encounter set) outside this browser while add's first encounter.add is on its way, the companion, which forgot the encounter, refusing it (NotFound): a notice that stays names the tokens not added, and those skipped as already in that encounter, and says what to do; no error contradicts it, and what was set elsewhere stays", async () => {
+  for (const [next, words] of [[elsewhere(), notAddedElsewhere.other], [{}, notAddedElsewhere.none]]) {
     const { t, ctl, gate, count } = slowAdds(Infinity);
     await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
     gate.from = count() + 1;
-    const adding = ctl.add([t.tokens.fenkaToken.uuid]);
+    const before = t.clients.gm.notes.given.length;
+    // Ulcen, whom Create put in the encounter, is skipped; Fenka's is the first encounter.add.
+    const adding = ctl.add([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid]);
     for (let i = 0; i < 20 && count() < gate.from; i++) await tick(1);
     assert.equal(count(), gate.from, "fenka's encounter.add is on its way");
     // Another GM's End (it deletes the encounter in the companion), then maybe their Create.
     await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });
     await setElsewhere(t, next);
     gate.answer();
-    await assert.rejects(adding, (e) => e.key === "MINDSCAPE.Error.NotFound" && e.data.id === "enc1", next.id ?? "ended");
+    await adding;
     assert.deepEqual(ctl.meta, next, "the encounter set elsewhere stays");
+    assert.deepEqual(warningsSince(t, before), [[`${words("Fenka, Goblin")} ${alreadyElsewhere("Ulcen of Tyr")}`, true]], next.id ?? "none current");
+    const errors = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "error");
+    assert.deepEqual(errors, [], next.id ?? "none current");
   }
 });
 

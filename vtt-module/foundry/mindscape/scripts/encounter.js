@@ -499,16 +499,20 @@ export class EncounterController {
    * Create) told the GM. Counted as under way (`stepOf`), so that End does not forget it
    * ended the encounter here before this hears the companion's refusal. One ended or
    * replaced outside this browser meanwhile, which nothing told this GM of, is told: the
-   * tokens the companion took are named in a notice that stays (`keepAdded`), and its
-   * refusal of a token before it took any is thrown. Any other failure at a token (a sheet the companion refuses, a
+   * tokens the companion took are named in a notice that stays (`keepAdded`), or, when
+   * it refused the first it was sent as it no longer knows that encounter, the tokens
+   * it did not add; the notice also names those skipped as already in that encounter.
+   * Any other failure at a token (a sheet the companion refuses, a
    * lost connection, the token deleted since it was selected) stops the tokens after it; those the companion
    * took before it are stored all the same, as at the end (`keepAdded`), before the error
    * is thrown: else they would be in the companion's encounter but not in the panel, and
    * the companion would refuse to add them again. Should storing them fail too, the GM is
    * told of that and the failure is thrown all the same; but when the companion refused a
    * token as it no longer knows an encounter set outside this browser meanwhile, the
-   * notice that stays also names the tokens it never got, and is all the GM is told.
-   * A Create or End under way here (`creating`, `ending`) is waited for before the
+   * notice that stays also names the tokens it never got, and is all the GM is told
+   * (also when it took none: its NotFound says "start a new encounter", untrue when
+   * another is current). A NotFound for an encounter still the current one (its store
+   * lost) is thrown as it is. A Create or End under way here (`creating`, `ending`) is waited for before the
    * encounter is read: until it stored its meta (a round trip to the server) the meta
    * read would still be the encounter it replaces or ends, and the tokens would go there.
    * So they go to the new encounter, or, after End, are refused as with no encounter.
@@ -541,7 +545,7 @@ export class EncounterController {
         ({ token, actor } = await this.svc.docs(uuid));
         const key = participantOf(token, actor).actorUuid;
         if (Object.values(meta.combatants ?? {}).some((c) => c?.actorUuid === key)) {
-          already.push(token?.name ?? actor.name);
+          already.push({ name: token?.name ?? actor.name, key });
           continue;
         }
         added = await this.svc.rpc("encounter.add", { id: meta.id, combatant: this.svc.ref(actor, token, adapter) });
@@ -560,14 +564,17 @@ export class EncounterController {
       // The side its token is on (disposition), for the allies a defense may draw in.
       meta.combatants[added.combatant_id] = { tokenUuid: token?.uuid ?? null, actorUuid: actor.uuid, name: token?.name ?? actor.name, disposition: dispositionOf({ token, actor }) };
     }
-    // A failure before the companion took any token leaves nothing to store: its error is all there is to tell.
-    if (failure && !sent.length) throw failure;
     // The companion no longer knows the encounter: should it have stopped being the
     // current one outside this browser, the notice names those tokens too (`keepAdded`).
     const lost = failure instanceof NotFoundError && failure.data?.id === meta.id;
+    const unsentNames = lost ? await this.tokenNames(unsent, meta) : [];
+    // A failure before the companion took any token leaves nothing to store: its error is
+    // all there is to tell, unless the companion no longer knows an encounter that may
+    // have stopped being the current one outside this browser (`keepAdded` tells which).
+    if (failure && !sent.length && !unsentNames.length) throw failure;
     let outcome = "ended";
     try {
-      outcome = await this.keepAdded(meta, sent, lost ? await this.tokenNames(unsent, meta) : []);
+      outcome = await this.keepAdded(meta, sent, { unsent: unsentNames, already });
     } catch (error) {
       // Storing them failed too: the GM is told of it, and of the failure that stopped add.
       if (!failure) throw error;
@@ -576,7 +583,7 @@ export class EncounterController {
     // The notice told what became of every token; the companion's NotFound would only
     // add "start a new encounter", untrue when another is current now.
     if (failure && !(lost && outcome === "elsewhere")) throw failure;
-    if (outcome === "stored" && already.length) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.AlreadyIn", { names: already.join(", ") }));
+    if (outcome === "stored" && already.length) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.AlreadyIn", { names: already.map((a) => a.name).join(", ") }));
     return meta;
   }
 
@@ -591,22 +598,25 @@ export class EncounterController {
    * the tokens the companion took went to an encounter that is no longer the current
    * one, and a notice that stays names them (`AddedElsewhereNone` when no encounter is
    * current now, `AddedElsewhereOther` when another is), and the names `unsent` of those
-   * the companion refused as it no longer knows that encounter (`AddedElsewhereUnsent`).
+   * the companion refused as it no longer knows that encounter (`AddedElsewhereUnsent`);
+   * when it took none, the notice names those it did not add (`NotAddedElsewhereNone`,
+   * `NotAddedElsewhereOther`: there is nothing to store). Either notice also names the
+   * selected tokens add skipped as `already` in that encounter, other than a creature it
+   * took in this add (`AddedElsewhereAlready`): to fight in an encounter that is current,
+   * they need adding too. With nothing sent and the encounter still the current one,
+   * `meta` holds nothing new and is not written again: "stored" all the same.
    */
-  async keepAdded(meta, sent, unsent = []) {
+  async keepAdded(meta, sent, { unsent = [], already = [] } = {}) {
     // Every meta write under way (a hold's, a deleted token's record) lands first, and
     // this one is waited for in turn (`heldSaves`): none writes an older meta over another.
     await this.metaWritesLanded();
     const now = this.meta;
     if (this.endedIds.has(meta.id)) return "ended";
     if (now.id !== meta.id) {
-      // Keys written out whole, so that the language file's check finds each.
-      const key = now.id ? "MINDSCAPE.Encounter.AddedElsewhereOther" : "MINDSCAPE.Encounter.AddedElsewhereNone";
-      const words = [this.svc.t.format(key, { names: namesOf(meta, sent) })];
-      if (unsent.length) words.push(this.svc.t.format("MINDSCAPE.Encounter.AddedElsewhereUnsent", { names: unsent.join(", ") }));
-      if (sent.length) this.svc.notify("warn", words.join(" "), { permanent: true });
+      this.tellAddedElsewhere(meta, sent, { unsent, already, current: Boolean(now.id) });
       return "elsewhere";
     }
+    if (!sent.length) return "stored";
     // What was stored meanwhile (holds, a deleted token's record) is kept.
     meta.held = now.held;
     meta.gone = now.gone;
@@ -615,6 +625,33 @@ export class EncounterController {
     if (meta.gone === undefined) delete meta.gone;
     await this.saveTracked(meta);
     return "stored";
+  }
+
+  /**
+   * `keepAdded`'s notice that stays, for tokens added to encounter `meta` once it stopped
+   * being the current one outside this browser: the combatants the companion took
+   * (`sent`), else the names of the tokens it took none of (`unsent`), then the tokens
+   * skipped as `already` in it ({ name, key }), each creature once and none taken in
+   * this add. What to do depends on whether another encounter is `current` now. Says
+   * nothing when the companion neither took nor refused a token.
+   */
+  tellAddedElsewhere(meta, sent, { unsent, already, current }) {
+    const { t } = this.svc;
+    // Keys written out whole, so that the language file's check finds each.
+    const pick = (none, other) => (current ? other : none);
+    const words = [];
+    if (sent.length) {
+      words.push(t.format(pick("MINDSCAPE.Encounter.AddedElsewhereNone", "MINDSCAPE.Encounter.AddedElsewhereOther"), { names: namesOf(meta, sent) }));
+      if (unsent.length) words.push(t.format("MINDSCAPE.Encounter.AddedElsewhereUnsent", { names: unsent.join(", ") }));
+    } else if (unsent.length) {
+      words.push(t.format(pick("MINDSCAPE.Encounter.NotAddedElsewhereNone", "MINDSCAPE.Encounter.NotAddedElsewhereOther"), { names: unsent.join(", ") }));
+    } else {
+      return;
+    }
+    const taken = new Set(sent.map((cid) => meta.combatants[cid]?.actorUuid));
+    const skipped = new Set(already.filter((a) => !taken.has(a.key)).map((a) => a.name));
+    if (skipped.size) words.push(t.format("MINDSCAPE.Encounter.AddedElsewhereAlready", { names: [...skipped].join(", ") }));
+    this.svc.notify("warn", words.join(" "), { permanent: true });
   }
 
   /**

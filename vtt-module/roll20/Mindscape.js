@@ -4834,22 +4834,47 @@ var Mindscape = Mindscape || (() => {
     return parts;
   };
 
+  // Where the companion's write-back puts part `part` (current or max) of HP or PSP
+  // (`what`: hp or psp) of fighter `ref`, as [attribute, current or max], or null where
+  // it puts none, read off `sheet`, the fighter's attributes as combatantOf sends them
+  // (sheetAttribs: an unlinked token's bars and own record over its character's):
+  //  - for PSP, psi_psp's part when it holds anything (STATE_PAIRS: the psionic state
+  //    store is read over the sheet, so its place wins);
+  //  - else the attribute barBindings name for it: a generic mapping's whether or not
+  //    the sheet has it (the companion binds a mapped field to its place even while
+  //    empty), the AD&D 2E Revised adapter's only where the sheet has that attribute
+  //    (it reads HP and PSP only from attributes there);
+  //  - else, for PSP, psi_psp's part (STATE_PAIRS: "psi_psp 19, max 30"), and for HP
+  //    none (the adapters write HP only where the sheet keeps it).
+  // With no sheet (a fighter whose character is gone) the first barBindings name is taken.
+  const writtenAt = (ref, what, part, sheet) => {
+    const charId = fighterCharacter(ref);
+    const side = part === 'max' ? 'max' : 'value';
+    const stored = what === 'psp' ? STATE_PAIRS[part === 'max' ? 'psp_max' : 'psp'] : null;
+    const has = (name) => sheet.some((a) => sameName(a.name, name));
+    if (stored && sheet.some((a) => sameName(a.name, stored[0]) && holds(a[stored[1]]))) return stored;
+    const bindings = barBindings(charId).filter((b) => b.field === what && b.bar === side);
+    const generic = charId && adapterOf(charId) === 'roll20.generic';
+    const binding = bindings.find((b) => !charId || generic || has(b.attr));
+    if (binding) return [binding.attr, binding.part];
+    return stored;
+  };
+
   // A held fighter's copy (copyParts) as missedValues says a missed write: HP and PSP
-  // (value, and maximum) as the attributes its character's barBindings write them as
-  // ("PSP 19, max 30; HP 11; mind open"), or, where a generic mapping names none, as the
-  // psi_* attribute the companion writes them to instead (STATE_PAIRS: "psi_psp 19, max
-  // 30"), and for an unlinked token each value with where it belongs ("PSP 19, max 30
-  // (its token's bar 2)"), anything but HP and PSP, as applyTokenUpdate keeps it, in
+  // (value, and maximum) as the attributes the companion's write-back puts them on
+  // (writtenAt: "PSP 19, max 30; HP 11; mind open", or "psi_psp 19, max 30" where the
+  // sheet keeps PSP in no attribute of its own; HP where it keeps none is left out), and
+  // for an unlinked token each value with where it belongs ("PSP 19, max 30 (its
+  // token's bar 2)"), anything but HP and PSP, as applyTokenUpdate keeps it, in
   // Mindscape's own record of the token; none for a token whose character is gone (out
   // of the fight, as a missed write of it). missedValues' {text, token, own}.
   const copyValues = (ref, c) => {
-    const bindings = barBindings(fighterCharacter(ref));
+    const sheet = fighterCharacter(ref) ? sheetAttribs(ref) : [];
     const attributes = {};
     copyParts(c).forEach(([what, value]) => Object.keys(value).forEach((part) => {
-      const field = ['hp', 'psp'].includes(what);
-      const binding = field ? bindings.find((b) => b.field === what && b.bar === (part === 'max' ? 'max' : 'value')) : null;
-      const [name, side] = binding ? [binding.attr, binding.part]
-        : field ? STATE_PAIRS[part === 'max' ? `${what}_max` : what] || [`psi_${what}`, 'current'] : [what, part];
+      const place = ['hp', 'psp'].includes(what) ? writtenAt(ref, what, part, sheet) : [what, part];
+      if (!place) return;
+      const [name, side] = place;
       attributes[name] = Object.assign(attributes[name] || {}, { [side]: value[part] });
     }));
     return missedValues({ ref, attributes, gone: !fighterCharacter(ref) });

@@ -4207,6 +4207,42 @@ test('!psi encounter status names HP and PSP that a generic mapping leaves out a
     /<br>Goblin 2: psi_psp 19, max 20 \(Mindscape's own record of this token\); HP 1 \(its token's bar 1\)<br>No command sets/);
 });
 
+// adapters/roll20.py: the AD&D 2E Revised adapter binds PSP to the sheet's PSP attribute
+// only where the sheet has one; else its write-back puts PSP on psi_psp (state_attribute:
+// {"psi_psp": {"current": 5, "max": 7}} for a sheet with no PSP), and it writes HP only
+// where the sheet keeps it (SHEET_ONLY).
+test('!psi encounter status names the PSP of a held fighter whose sheet has no PSP attribute as psi_psp, where the write-back puts it, for a character and an unlinked token; HP where none is kept is left out', () => {
+  const ctx = campaign();
+  encounterOf(ctx, [ctx.tokens.fenka, ctx.tokens.ogre]);
+  ctx.sb.attribute(ctx.fenka.id, 'PSP').remove();
+  const status = (combatants) => {
+    ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+    const get = lastRequest(ctx.sb);
+    answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 4, waiting_for: [], combatants } });
+    return whispersTo(ctx.sb, 'gm').at(-1);
+  };
+  // The write-back the companion makes for Fenka now lands on psi_psp, created on her sheet.
+  const first = resolveNow(ctx);
+  roundAnswer(ctx, first, 1, 3, { updates: [{ character_id: ctx.fenka.id, attributes: { psi_psp: { current: 5, max: 7 } } }] });
+  assert.deepEqual([valueOf(ctx, ctx.fenka.id, 'psi_psp'), ctx.sb.attribute(ctx.fenka.id, 'psi_psp').get('max')], [5, 7]);
+  assert.ok(!ctx.sb.attribute(ctx.fenka.id, 'PSP'));
+  // Held, status names that place: psi_psp on her sheet, and on the ogre's token (whose
+  // character has no PSP and no HP) Mindscape's own record, where applyTokenUpdate keeps
+  // psi_psp; the ogre's HP, which no write-back puts anywhere, is not named.
+  const second = resolveNow(ctx);
+  roundAnswer(ctx, second, 2, 4, UNMADE);
+  const told = status({ [ctx.fenka.id]: { psp: 4, psp_max: 7, hp: 11 }, [ctx.tokens.ogre.id]: { psp: 0, psp_max: 0, hp: 30 } });
+  assert.match(told, /<br>Fenka: psi_psp 4, max 7; HP 11<br>Ogre: psi_psp 0, max 0 \(Mindscape's own record of this token\)<br>No command sets/);
+  assert.doesNotMatch(told, /PSP 4|PSP 0|its character's sheet|HP 30/);
+  // Her sheet given a PSP attribute again, psi_psp still holds her PSPs: the companion
+  // reads and writes them there (the psionic state store wins). Emptied, PSP is theirs.
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'PSP', current: '4', max: '7' });
+  const again = { [ctx.fenka.id]: { psp: 4, psp_max: 7, hp: 11 }, [ctx.tokens.ogre.id]: {} };
+  assert.match(status(again), /<br>Fenka: psi_psp 4, max 7; HP 11<br>Ogre: no values in the view<\/div>$/);
+  ctx.sb.attribute(ctx.fenka.id, 'psi_psp').set({ current: '', max: '' });
+  assert.match(status(again), /<br>Fenka: PSP 4, max 7; HP 11<br>Ogre: no values in the view<\/div>$/);
+});
+
 test('!psi encounter status names no place for a held unlinked token whose character is gone: it is out of the fight, as a missed write of it says', () => {
   const ctx = goblins();
   encounterOf(ctx, [ctx.gob[0], ctx.gob[1]]);

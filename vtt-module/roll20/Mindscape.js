@@ -4106,7 +4106,8 @@ var Mindscape = Mindscape || (() => {
   // store().tokens is written first, by a plain assignment that cannot throw, so its
   // parts land even when a write to the sheet or the bars throws after it. Each part
   // that landed is added to `landed` as its write returns (the record's, each
-  // attribute's, the bars' at once), so that a throw leaves there just what is in place.
+  // attribute's, the bars' at once, or where their set throws, those it put in place),
+  // so that a throw leaves there just what is in place.
   const applyTokenUpdate = (token, charId, attributes, landed) => {
     const bindings = barBindings(charId);
     const bars = {};
@@ -4124,8 +4125,9 @@ var Mindscape = Mindscape || (() => {
           return;
         }
         if (place !== 'own') {
-          bars[`bar${place.bar}_${place.side}`] = value[part];
-          barParts.push([name, part]);
+          const key = `bar${place.bar}_${place.side}`;
+          bars[key] = value[part];
+          barParts.push([name, part, key]);
           return;
         }
         const key = name.toLowerCase();
@@ -4140,8 +4142,18 @@ var Mindscape = Mindscape || (() => {
       writeAttribute(charId, name, toSheet);
       land(landed, name, toSheet);
     });
-    if (Object.keys(bars).length) token.set(bars);
-    barParts.forEach(([name, part]) => land(landed, name, { [part]: attributes[name][part] }));
+    if (!Object.keys(bars).length) return;
+    const landBar = ([name, part]) => land(landed, name, { [part]: attributes[name][part] });
+    try {
+      token.set(bars);
+    } catch (err) {
+      // A set of several bar keys may throw after it put some in place: the keys the
+      // token shows now landed (one that showed its value already is in place all the
+      // same), the others did not. Read at once, nothing else set them meanwhile.
+      barParts.filter(([, , key]) => shown(token.get(key)) === shown(bars[key])).forEach(landBar);
+      throw err;
+    }
+    barParts.forEach(landBar);
   };
 
   // newest-wins' key of an attribute part of a fighter or a character (its name in any case).

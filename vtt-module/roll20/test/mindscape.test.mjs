@@ -4092,6 +4092,41 @@ test('an unlinked token\'s write whose bar throws outside an encounter keeps its
   assert.equal(attribOf(next.body.params.defender, 'psi_mind').current, OPENED);
 });
 
+// Token `token`'s next set puts only its first key in place and throws, as a set that
+// fails part way; the sets after it work.
+const setFailsAfterFirstKey = (token) => {
+  const set = token.set;
+  token.set = (patch) => {
+    token.set = set;
+    const [first] = Object.keys(patch);
+    set.call(token, { [first]: patch[first] });
+    throw new Error('token locked part way');
+  };
+};
+
+test('an unlinked token\'s bars whose set throws part way count as missed only the keys the token does not show: those it put in place, or showed already, landed', () => {
+  const ctx = goblins();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });
+  ctx.gob[1].set({ bar2_max: '20' });
+  const req = attackGoblin(ctx);
+  setFailsAfterFirstKey(ctx.gob[1]);
+  answerWrites(ctx, req, ctx.gob[1].id, { HP: { current: 1 }, PSP: { current: 8, max: 20 } });
+  // bar1_value (HP) was set before the throw, bar2_max showed 20 already; bar2_value was not set.
+  assert.deepEqual([ctx.gob[1].get('bar1_value'), ctx.gob[1].get('bar2_value')], [1, '']);
+  const told = missedWhisper(ctx);
+  assert.match(told, /the other changes were written:<br><b>Goblin 2<\/b> \(writing failed; the API console has the details\): PSP 8 \(its token's bar 2\)<br>/);
+  assert.doesNotMatch(told, /HP 1|max 20/);
+  // In an encounter, the write left waiting to be tried again holds only that key's part.
+  const enc = goblins();
+  enc.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });
+  encounterOf(enc, [enc.gob[0], enc.gob[1]]);
+  setFailsAfterFirstKey(enc.gob[1]);
+  const step = resolveNow(enc);
+  roundAnswer(enc, step, 1, 3, { updates: [{ character_id: enc.gob[1].id, attributes: { HP: { current: 1 }, PSP: { current: 8 } } }] });
+  assert.deepEqual(held(enc), [enc.gob[1].id]);
+  assert.deepEqual(writes(enc)[enc.gob[1].id].attributes, { PSP: { current: 8 } });
+});
+
 test('an unlinked token\'s missed PSP names the bar set by --pspbar, and a maximum that is the bar\'s max as such', () => {
   const ctx = goblins();
   ctx.sb.chat({ playerid: GM, content: '!psi config --pspbar 2' });

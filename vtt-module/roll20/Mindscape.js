@@ -4849,27 +4849,38 @@ var Mindscape = Mindscape || (() => {
   // Where the companion's write-back puts part `part` (current or max) of HP or PSP
   // (`what`: hp or psp) of fighter `ref`, as [attribute, current or max], or null where
   // it puts none, read off `sheet`, the fighter's attributes as combatantOf sends them
-  // (sheetAttribs: an unlinked token's bars and own record over its character's):
-  //  - for PSP, psi_psp's part when it holds anything (STATE_PAIRS: the psionic state
+  // (sheetAttribs: an unlinked token's bars and own record over its character's). As
+  // the adapters (adapters/roll20.py) read a sheet, the first attribute of a name counts,
+  // a number is there only where the part holds more than spaces (to_int), and an
+  // attribute the sheet has is named as the sheet spells it:
+  //  - for PSP, psi_psp's part when it holds a number (STATE_PAIRS: the psionic state
   //    store is read over the sheet, so its place wins);
-  //  - else the attribute barBindings name for it: a generic mapping's whether or not
+  //  - else, with the generic adapter, the attribute its mapping names, whether or not
   //    the sheet has it (the companion binds a mapped field to its place even while
-  //    empty), the AD&D 2E Revised adapter's only where the sheet has that attribute
-  //    (it reads HP and PSP only from attributes there);
+  //    empty);
+  //  - else, with the AD&D 2E Revised adapter: HP on HP where the sheet has HP or a
+  //    number in HP_max (a full HP box is written back to HP); PSP the same way on PSP
+  //    (PSP_max); the PSP maximum on PSP_max where the sheet has that and no number in
+  //    PSP's max, else on PSP's max where it has PSP;
   //  - else, for PSP, psi_psp's part (STATE_PAIRS: "psi_psp 19, max 30"), and for HP
   //    none (the adapters write HP only where the sheet keeps it).
   // With no sheet (a fighter whose character is gone) the first barBindings name is taken.
   const writtenAt = (ref, what, part, sheet) => {
     const charId = fighterCharacter(ref);
     const side = part === 'max' ? 'max' : 'value';
+    const find = (name) => sheet.find((a) => sameName(a.name, name));
+    const filled = (name, of) => Boolean(find(name)) && holds(find(name)[of]) && String(find(name)[of]).trim() !== '';
+    const at = (name, of) => [find(name) ? find(name).name : name, of];
     const stored = what === 'psp' ? STATE_PAIRS[part === 'max' ? 'psp_max' : 'psp'] : null;
-    const has = (name) => sheet.some((a) => sameName(a.name, name));
-    if (stored && sheet.some((a) => sameName(a.name, stored[0]) && holds(a[stored[1]]))) return stored;
-    const bindings = barBindings(charId).filter((b) => b.field === what && b.bar === side);
-    const generic = charId && adapterOf(charId) === 'roll20.generic';
-    const binding = bindings.find((b) => !charId || generic || has(b.attr));
-    if (binding) return [binding.attr, binding.part];
-    return stored;
+    if (stored && filled(...stored)) return at(...stored);
+    if (!charId || adapterOf(charId) === 'roll20.generic') {
+      const binding = barBindings(charId).find((b) => b.field === what && b.bar === side);
+      return binding ? at(binding.attr, binding.part) : stored;
+    }
+    const box = what === 'psp' ? 'PSP' : 'HP';
+    if (side === 'value') return find(box) || filled(`${box}_max`, 'current') ? at(box, 'current') : stored;
+    if (what === 'psp' && find('PSP_max') && !filled('PSP', 'max')) return at('PSP_max', 'current');
+    return find(box) ? at(box, 'max') : stored;
   };
 
   // A held fighter's copy (copyParts) as missedValues says a missed write: HP and PSP

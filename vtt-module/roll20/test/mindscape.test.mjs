@@ -4278,6 +4278,36 @@ test('!psi encounter status names the PSP of a held fighter whose sheet has no P
   assert.match(status(again), /<br>Fenka: PSP 4, max 7; HP 11<br>Ogre: no values in the view<\/div>$/);
 });
 
+// adapters/roll20.py, as the AD&D 2E Revised adapter reads a sheet and writes it back:
+// psi_psp holding only spaces gives no PSPs (to_int), so PSP stays where the sheet keeps
+// it; an HP box absent but HP_max filled in is read as full and written back to HP
+// (_full); a PSP box whose maximum is empty beside a PSP_max attribute has its maximum
+// read from and written to PSP_max; and an attribute is written as the sheet spells it
+// (Character.spelled). Write-back for Fenka and Ulcen below: {"PSP": {"current": 3},
+// "PSP_max": {"current": 31}, "HP": {"current": 2}}, {"psp": {"current": 39, "max": 40},
+// "HP": {"current": 17}}.
+test('!psi encounter status names a held fighter\'s HP and PSP where the AD&D 2E Revised adapter writes them back: past a psi_psp of spaces, on HP from HP_max, the PSP maximum on PSP_max, as the sheet spells them', () => {
+  const ctx = campaign();
+  encounterOf(ctx, [ctx.tokens.fenka, ctx.tokens.ulcen]);
+  const status = (combatants) => {
+    ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+    const get = lastRequest(ctx.sb);
+    answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 4, waiting_for: [], combatants } });
+    return whispersTo(ctx.sb, 'gm').at(-1);
+  };
+  const step = resolveNow(ctx);
+  roundAnswer(ctx, step, 1, 3, UNMADE);
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_psp', current: '  ', max: ' ' });
+  ctx.sb.attribute(ctx.fenka.id, 'PSP').set({ max: '' });
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'PSP_max', current: '30', max: '' });
+  ctx.sb.attribute(ctx.ulcen.id, 'HP').remove();
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'HP_max', current: '18', max: '' });
+  ctx.sb.attribute(ctx.ulcen.id, 'PSP').set({ name: 'psp' });
+  const told = status({ [ctx.fenka.id]: { psp: 3, psp_max: 31, hp: 2 }, [ctx.ulcen.id]: { psp: 39, psp_max: 40, hp: 17 } });
+  assert.match(told, /<br>Fenka: PSP 3; PSP_max 31; HP 2<br>Ulcen of Tyr: psp 39, max 40; HP 17<\/div>$/);
+  assert.doesNotMatch(told, /psi_psp/);
+});
+
 test('!psi encounter status names no place for a held unlinked token whose character is gone: it is out of the fight, as a missed write of it says', () => {
   const ctx = goblins();
   encounterOf(ctx, [ctx.gob[0], ctx.gob[1]]);

@@ -4298,6 +4298,8 @@ test('!psi encounter status names a held fighter\'s HP and PSP where the AD&D 2E
   const step = resolveNow(ctx);
   roundAnswer(ctx, step, 1, 3, UNMADE);
   ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_psp', current: '  ', max: ' ' });
+  // A second psi_psp is not read: the first of a name counts (Character).
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_psp', current: '5', max: '9' });
   ctx.sb.attribute(ctx.fenka.id, 'PSP').set({ max: '' });
   ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'PSP_max', current: '30', max: '' });
   ctx.sb.attribute(ctx.ulcen.id, 'HP').remove();

@@ -2143,7 +2143,7 @@ test("the encounter ended or replaced outside this browser while tokens are adde
   }
 });
 
-test("the encounter replaced outside this browser while tokens are added, the companion then refusing the next token (NotFound): the tokens never sent are named once each, without those whose creature is in the encounter already, which add would not have sent", async () => {
+test("the encounter replaced outside this browser while tokens are added, the companion then refusing the next token (NotFound): the tokens never sent are named once each, without those whose creature is in the encounter already, which add would not have sent: those are named as already in it (as the tokens skipped before the refusal are), but for a creature the companion took in this add", async () => {
   const next = elsewhere();
   const meanwhile = async (t) => {
     await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });
@@ -2159,7 +2159,7 @@ test("the encounter replaced outside this browser while tokens are added, the co
   const before = t.clients.gm.notes.given.length;
   await ctl.add([t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid, again.uuid, t.tokens.ulcenToken.uuid, t.tokens.goblinToken.uuid]);
   const unsent = "Not added, as the companion no longer knows that encounter: Goblin; select their tokens too.";
-  assert.deepEqual(warningsSince(t, before), [[`${addedElsewhere.other("Fenka")} ${unsent}`, true]]);
+  assert.deepEqual(warningsSince(t, before), [[`${addedElsewhere.other("Fenka")} ${unsent} ${alreadyElsewhere("Ulcen of Tyr")}`, true]]);
 });
 
 test("the encounter ended or replaced outside this browser while tokens are added: selected tokens skipped as already in that encounter are named in the same notice that stays (not in an AlreadyIn notice), without a creature the companion took in this add", async () => {
@@ -2189,6 +2189,18 @@ test("the encounter ended or replaced outside this browser while tokens are adde
   await ctl.add([t.tokens.fenkaToken.uuid, t.tokens.ulcenToken.uuid, t.tokens.goblinToken.uuid]);
   const unsent = "Not added, as the companion no longer knows that encounter: Goblin; select their tokens too.";
   assert.deepEqual(warningsSince(t, before), [[`${addedElsewhere.other("Fenka")} ${unsent} ${alreadyElsewhere("Ulcen of Tyr")}`, true]]);
+});
+
+test("the encounter ended or replaced outside this browser while tokens are added, the companion refusing the first token sent as it no longer knows it: a selected token after that one whose creature is already in that encounter is named as such, as one before it would be", async () => {
+  const meanwhile = async (t) => {
+    await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });
+    await setElsewhere(t, elsewhere());
+  };
+  const { t, ctl } = await failingGoblinAdd({ fail: ADD_FAILURES["an encounter the companion no longer knows, which nobody here ended (NotFound)"].fail, meanwhile });
+  const before = t.clients.gm.notes.given.length;
+  // The goblin's is the first encounter.add; Ulcen, whom Create put in the encounter, comes after it.
+  await ctl.add([t.tokens.goblinToken.uuid, t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid]);
+  assert.deepEqual(warningsSince(t, before), [[`${notAddedElsewhere.other("Goblin, Fenka")} ${alreadyElsewhere("Ulcen of Tyr")}`, true]]);
 });
 
 test("the encounter replaced outside this browser while tokens are added, the companion then refusing the next one's sheet: the notice names the tokens it took, and the refusal still reaches the GM", async () => {

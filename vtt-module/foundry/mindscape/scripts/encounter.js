@@ -501,7 +501,8 @@ export class EncounterController {
    * replaced outside this browser meanwhile, which nothing told this GM of, is told: the
    * tokens the companion took are named in a notice that stays (`keepAdded`), or, when
    * it refused the first it was sent as it no longer knows that encounter, the tokens
-   * it did not add; the notice also names those skipped as already in that encounter.
+   * it did not add; the notice also names those skipped (or, after the refused one, not
+   * sent) as already in that encounter.
    * Any other failure at a token (a sheet the companion refuses, a
    * lost connection, the token deleted since it was selected) stops the tokens after it; those the companion
    * took before it are stored all the same, as at the end (`keepAdded`), before the error
@@ -565,16 +566,17 @@ export class EncounterController {
       meta.combatants[added.combatant_id] = { tokenUuid: token?.uuid ?? null, actorUuid: actor.uuid, name: token?.name ?? actor.name, disposition: dispositionOf({ token, actor }) };
     }
     // The companion no longer knows the encounter: should it have stopped being the
-    // current one outside this browser, the notice names those tokens too (`keepAdded`).
+    // current one outside this browser, the notice names those tokens too (`keepAdded`),
+    // and those of them already in it with the tokens skipped as such.
     const lost = failure instanceof NotFoundError && failure.data?.id === meta.id;
-    const unsentNames = lost ? await this.tokenNames(unsent, meta) : [];
+    const rest = lost ? await this.tokenNames(unsent, meta) : { names: [], already: [] };
     // A failure before the companion took any token leaves nothing to store: its error is
     // all there is to tell, unless the companion no longer knows an encounter that may
     // have stopped being the current one outside this browser (`keepAdded` tells which).
-    if (failure && !sent.length && !unsentNames.length) throw failure;
+    if (failure && !sent.length && !rest.names.length) throw failure;
     let outcome = "ended";
     try {
-      outcome = await this.keepAdded(meta, sent, { unsent: unsentNames, already });
+      outcome = await this.keepAdded(meta, sent, { unsent: rest.names, already: [...already, ...rest.already] });
     } catch (error) {
       // Storing them failed too: the GM is told of it, and of the failure that stopped add.
       if (!failure) throw error;
@@ -601,8 +603,9 @@ export class EncounterController {
    * the companion refused as it no longer knows that encounter (`AddedElsewhereUnsent`);
    * when it took none, the notice names those it did not add (`NotAddedElsewhereNone`,
    * `NotAddedElsewhereOther`: there is nothing to store). Either notice also names the
-   * selected tokens add skipped as `already` in that encounter, other than a creature it
-   * took in this add (`AddedElsewhereAlready`): to fight in an encounter that is current,
+   * selected tokens whose creature is `already` in that encounter (those add skipped, and
+   * after a refused token those it would have), other than a creature it took in this
+   * add (`AddedElsewhereAlready`): to fight in an encounter that is current,
    * they need adding too. With nothing sent and the encounter still the current one,
    * `meta` holds nothing new and is not written again: "stored" all the same.
    */
@@ -655,24 +658,33 @@ export class EncounterController {
   }
 
   /**
-   * The names of the tokens `uuids` (a token's, else its actor's) that add would still
-   * have sent to encounter `meta`: once each, and none whose creature (its actor as seen
-   * through the token) is in `meta` already or came earlier in `uuids`, which add skips
-   * (else a token the notice says the companion took would be named as not added too).
-   * A document not found is left out.
+   * Of the tokens `uuids` (a token's, else its actor's), those add never got to: the
+   * `names` (a token's, else its actor's) of those it would still have sent to encounter
+   * `meta`, once each and none whose creature (its actor as seen through the token) came
+   * earlier in `uuids`; and, as `already` ({ name, key }, as add's own), those it would
+   * have skipped as their creature is in `meta` (else a token the notice says the
+   * companion took would be named as not added too, and one of a creature in that
+   * encounter since before this add would be named nowhere). A document not found is
+   * left out.
    */
   async tokenNames(uuids, meta) {
-    const keys = new Set(Object.values(meta.combatants ?? {}).map((c) => c?.actorUuid));
+    const inMeta = new Set(Object.values(meta.combatants ?? {}).map((c) => c?.actorUuid));
+    const seen = new Set();
     const names = new Set();
+    const already = [];
     for (const uuid of uuids) {
       const found = await this.svc.docs(uuid).catch(() => null);
       if (!found) continue;
       const key = participantOf(found.token, found.actor).actorUuid;
-      if (keys.has(key)) continue;
-      keys.add(key);
-      names.add(found.token?.name ?? found.actor.name);
+      const name = found.token?.name ?? found.actor.name;
+      if (inMeta.has(key)) {
+        already.push({ name, key });
+      } else if (!seen.has(key)) {
+        seen.add(key);
+        names.add(name);
+      }
     }
-    return [...names];
+    return { names: [...names], already };
   }
 
   /**

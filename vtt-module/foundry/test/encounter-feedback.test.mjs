@@ -29,6 +29,20 @@ test("Add selected: a creature already in the encounter is not sent again (the c
   assert.deepEqual(t.clients.gm.notes.error, []);
 });
 
+test("Add selected with every creature already in the encounter stores nothing: the meta, unchanged, is not written again (each write goes to the server and every client)", async () => {
+  const { t, ctl } = await encounter();
+  const settings = t.clients.gm.svc.game.settings;
+  const set = settings.set.bind(settings);
+  const written = [];
+  settings.set = (ns, key, value) => { if (key === "encounter") written.push(value); return set(ns, key, value); };
+  await ctl.add([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid]);
+  assert.deepEqual(written, []);
+  assert.deepEqual(t.clients.gm.notes.info, ["Already in the encounter, so not added again: Ulcen of Tyr, Fenka."]);
+  // One creature new: the meta is written, once.
+  await ctl.add([t.tokens.ulcenToken.uuid, t.tokens.goblinToken.uuid]);
+  assert.deepEqual(written.map((m) => Object.keys(m.combatants)), [["ulcen", "fenka-tokF", "goblin-tokG"]]);
+});
+
 test("Create sends the world's house rules of the system and keeps the name the GM gave; without a name the companion is given the default one", async () => {
   const { methods } = encounterMethods();
   const t = makeTable({ methods });

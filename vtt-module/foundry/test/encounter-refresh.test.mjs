@@ -2191,6 +2191,36 @@ test("the encounter ended or replaced outside this browser while tokens are adde
   assert.deepEqual(warningsSince(t, before), [[`${addedElsewhere.other("Fenka")} ${unsent} ${alreadyElsewhere("Ulcen of Tyr")}`, true]]);
 });
 
+/** The notice naming selected tokens all already in an encounter set outside this browser while add read them, nothing sent. */
+const alreadyAllElsewhere = {
+  none: (names) => `Already in the encounter, so not added again: ${names}. But it stopped being the current one outside this browser (it was ended or replaced there) meanwhile, and no encounter is current now: to have them fight, select their tokens and make a new one (Create from selected tokens).`,
+  other: (names) => `Already in the encounter, so not added again: ${names}. But it stopped being the current one outside this browser (it was ended or replaced there) meanwhile, and another encounter is current now: to have them fight in it, select their tokens and add them (Add selected).`,
+};
+
+test("every selected creature already in the encounter, which stopped being the current one outside this browser while add read the tokens: a notice that stays names them and says what to do (not the AlreadyIn notice, nor nothing), and what was set elsewhere stays", async () => {
+  for (const [next, words] of [[elsewhere(), alreadyAllElsewhere.other], [{}, alreadyAllElsewhere.none]]) {
+    const { methods } = encounterMethods();
+    const t = makeTable({ methods });
+    const gm = t.clients.gm.svc;
+    await gm.encounters.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Vault");
+    // Set elsewhere once add read the last token (a linked second one of Ulcen's).
+    const again = t.world.token({ id: "tokU2", name: "Ulcen of Tyr", actor: t.actors.ulcen, actorLink: true });
+    const docs = gm.docs.bind(gm);
+    gm.docs = async (uuid, options) => {
+      const found = await docs(uuid, options);
+      if (uuid === again.uuid) await setElsewhere(t, next);
+      return found;
+    };
+    const before = t.clients.gm.notes.given.length;
+    const asked = calls(t).length;
+    await gm.encounters.add([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid, again.uuid]);
+    assert.equal(calls(t).length, asked, "nothing sent");
+    assert.deepEqual(gm.encounters.meta, next, "what was set elsewhere stays");
+    assert.deepEqual(warningsSince(t, before), [[words("Ulcen of Tyr, Fenka"), true]], next.id ?? "none current");
+    assert.deepEqual(t.clients.gm.notes.given.slice(before).filter((n) => n.kind !== "warn"), [], next.id ?? "none current");
+  }
+});
+
 test("the encounter ended or replaced outside this browser while tokens are added, the companion refusing the first token sent as it no longer knows it: a selected token after that one whose creature is already in that encounter is named as such, as one before it would be", async () => {
   const meanwhile = async (t) => {
     await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });

@@ -502,7 +502,7 @@ export class EncounterController {
    * tokens the companion took are named in a notice that stays (`keepAdded`), or, when
    * it refused the first it was sent as it no longer knows that encounter, the tokens
    * it did not add; the notice also names those skipped (or, after the refused one, not
-   * sent) as already in that encounter.
+   * sent) as already in that encounter, and names them on their own when every one was.
    * Any other failure at a token (a sheet the companion refuses, a
    * lost connection, the token deleted since it was selected) stops the tokens after it; those the companion
    * took before it are stored all the same, as at the end (`keepAdded`), before the error
@@ -635,25 +635,31 @@ export class EncounterController {
    * being the current one outside this browser: the combatants the companion took
    * (`sent`), else the names of the tokens it took none of (`unsent`), then the tokens
    * skipped as `already` in it ({ name, key }), each creature once and none taken in
-   * this add. What to do depends on whether another encounter is `current` now. Says
-   * nothing when the companion neither took nor refused a token.
+   * this add. What to do depends on whether another encounter is `current` now. With
+   * every selected creature in it already, nothing sent, those are named on their own
+   * (`AlreadyElsewhereNone`, `AlreadyElsewhereOther`): the "Already in the encounter"
+   * notice add gives otherwise would let the GM think them in the current one. Says
+   * nothing when no token was taken, refused or skipped.
    */
   tellAddedElsewhere(meta, sent, { unsent, already, current }) {
     const { t } = this.svc;
     // Keys written out whole, so that the language file's check finds each.
     const pick = (none, other) => (current ? other : none);
+    const taken = new Set(sent.map((cid) => meta.combatants[cid]?.actorUuid));
+    const skipped = [...new Set(already.filter((a) => !taken.has(a.key)).map((a) => a.name))].join(", ");
     const words = [];
     if (sent.length) {
       words.push(t.format(pick("MINDSCAPE.Encounter.AddedElsewhereNone", "MINDSCAPE.Encounter.AddedElsewhereOther"), { names: namesOf(meta, sent) }));
       if (unsent.length) words.push(t.format("MINDSCAPE.Encounter.AddedElsewhereUnsent", { names: unsent.join(", ") }));
     } else if (unsent.length) {
       words.push(t.format(pick("MINDSCAPE.Encounter.NotAddedElsewhereNone", "MINDSCAPE.Encounter.NotAddedElsewhereOther"), { names: unsent.join(", ") }));
+    } else if (skipped) {
+      this.svc.notify("warn", t.format(pick("MINDSCAPE.Encounter.AlreadyElsewhereNone", "MINDSCAPE.Encounter.AlreadyElsewhereOther"), { names: skipped }), { permanent: true });
+      return;
     } else {
       return;
     }
-    const taken = new Set(sent.map((cid) => meta.combatants[cid]?.actorUuid));
-    const skipped = new Set(already.filter((a) => !taken.has(a.key)).map((a) => a.name));
-    if (skipped.size) words.push(t.format("MINDSCAPE.Encounter.AddedElsewhereAlready", { names: [...skipped].join(", ") }));
+    if (skipped) words.push(t.format("MINDSCAPE.Encounter.AddedElsewhereAlready", { names: skipped }));
     this.svc.notify("warn", words.join(" "), { permanent: true });
   }
 

@@ -2221,6 +2221,42 @@ test("every selected creature already in the encounter, which stopped being the 
   }
 });
 
+/** The sentence of those notices naming the creatures among them in the encounter current now. */
+const inCurrent = (names) => `Already in the encounter current now, so not to be added to it: ${names}.`;
+
+/** An encounter set elsewhere as the current one with the creatures of `tokens` in it (another GM's Create from the same tokens). */
+const elsewhereWith = (...tokens) => ({ ...elsewhere(), combatants: Object.fromEntries(tokens.map((tok, i) => [`c${i}`, { tokenUuid: tok.uuid, actorUuid: tok.actor.uuid, name: tok.name, disposition: 0 }])) });
+
+test("the encounter replaced outside this browser by one holding some of the same creatures (another GM's Create from the same tokens) while tokens are added: the notice that stays names those as in the current encounter already, as adding them there, which it says to do, would only be refused", async () => {
+  // The companion, which still knows the encounter, takes Fenka and the goblin; Ulcen is skipped.
+  const { t, ctl, gate, count } = slowAdds(Infinity);
+  await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
+  gate.from = count() + 1;
+  const next = elsewhereWith(t.tokens.fenkaToken, t.tokens.ulcenToken);
+  const before = t.clients.gm.notes.given.length;
+  const adding = ctl.add([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid]);
+  for (let i = 0; i < 20 && count() < gate.from; i++) await tick(1);
+  await setElsewhere(t, next);
+  gate.answer();
+  await adding;
+  assert.deepEqual(ctl.meta, next, "what was set elsewhere stays");
+  assert.deepEqual(warningsSince(t, before), [[`${addedElsewhere.other("Fenka, Goblin")} ${alreadyElsewhere("Ulcen of Tyr")} ${inCurrent("Fenka, Ulcen of Tyr")}`, true]], "taken");
+  // The companion, which no longer knows the encounter, refuses the goblin, the first token sent.
+  const meanwhile = async (t) => {
+    await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });
+    await setElsewhere(t, elsewhereWith(t.tokens.goblinToken));
+  };
+  const refused = await failingGoblinAdd({ fail: ADD_FAILURES["an encounter the companion no longer knows, which nobody here ended (NotFound)"].fail, meanwhile });
+  const from = refused.t.clients.gm.notes.given.length;
+  await refused.ctl.add([refused.t.tokens.goblinToken.uuid, refused.t.tokens.fenkaToken.uuid]);
+  assert.deepEqual(warningsSince(refused.t, from), [[`${notAddedElsewhere.other("Goblin, Fenka")} ${inCurrent("Goblin")}`, true]], "none taken");
+  // With none current now, none is named so.
+  const none = await failingGoblinAdd({ fail: ADD_FAILURES["an encounter the companion no longer knows, which nobody here ended (NotFound)"].fail, meanwhile: async (t) => { await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" }); await setElsewhere(t, {}); } });
+  const at = none.t.clients.gm.notes.given.length;
+  await none.ctl.add([none.t.tokens.goblinToken.uuid]);
+  assert.deepEqual(warningsSince(none.t, at), [[notAddedElsewhere.none("Goblin"), true]], "none current");
+});
+
 test("the encounter ended or replaced outside this browser while tokens are added, the companion refusing the first token sent as it no longer knows it: a selected token after that one whose creature is already in that encounter is named as such, as one before it would be", async () => {
   const meanwhile = async (t) => {
     await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });

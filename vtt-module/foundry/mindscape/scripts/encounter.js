@@ -569,14 +569,14 @@ export class EncounterController {
     // current one outside this browser, the notice names those tokens too (`keepAdded`),
     // and those of them already in it with the tokens skipped as such.
     const lost = failure instanceof NotFoundError && failure.data?.id === meta.id;
-    const rest = lost ? await this.tokenNames(unsent, meta) : { names: [], already: [] };
+    const rest = lost ? await this.tokenNames(unsent, meta) : { unsent: [], already: [] };
     // A failure before the companion took any token leaves nothing to store: its error is
     // all there is to tell, unless the companion no longer knows an encounter that may
     // have stopped being the current one outside this browser (`keepAdded` tells which).
-    if (failure && !sent.length && !rest.names.length) throw failure;
+    if (failure && !sent.length && !rest.unsent.length) throw failure;
     let outcome = "ended";
     try {
-      outcome = await this.keepAdded(meta, sent, { unsent: rest.names, already: [...already, ...rest.already] });
+      outcome = await this.keepAdded(meta, sent, { unsent: rest.unsent, already: [...already, ...rest.already] });
     } catch (error) {
       // Storing them failed too: the GM is told of it, and of the failure that stopped add.
       if (!failure) throw error;
@@ -599,14 +599,14 @@ export class EncounterController {
    * this browser (another GM's End or Create, a macro), which nothing told this GM of:
    * the tokens the companion took went to an encounter that is no longer the current
    * one, and a notice that stays names them (`AddedElsewhereNone` when no encounter is
-   * current now, `AddedElsewhereOther` when another is), and the names `unsent` of those
+   * current now, `AddedElsewhereOther` when another is), and `unsent` ({ name, key }) those
    * the companion refused as it no longer knows that encounter (`AddedElsewhereUnsent`);
    * when it took none, the notice names those it did not add (`NotAddedElsewhereNone`,
    * `NotAddedElsewhereOther`: there is nothing to store). Either notice also names the
    * selected tokens whose creature is `already` in that encounter (those add skipped, and
    * after a refused token those it would have), other than a creature it took in this
    * add (`AddedElsewhereAlready`): to fight in an encounter that is current,
-   * they need adding too. With nothing sent and the encounter still the current one,
+   * they need adding too (but for those in it already, `tellAddedElsewhere`). With nothing sent and the encounter still the current one,
    * `meta` holds nothing new and is not written again: "stored" all the same.
    */
   async keepAdded(meta, sent, { unsent = [], already = [] } = {}) {
@@ -616,7 +616,7 @@ export class EncounterController {
     const now = this.meta;
     if (this.endedIds.has(meta.id)) return "ended";
     if (now.id !== meta.id) {
-      this.tellAddedElsewhere(meta, sent, { unsent, already, current: Boolean(now.id) });
+      this.tellAddedElsewhere(meta, sent, { unsent, already, now });
       return "elsewhere";
     }
     if (!sent.length) return "stored";
@@ -633,50 +633,57 @@ export class EncounterController {
   /**
    * `keepAdded`'s notice that stays, for tokens added to encounter `meta` once it stopped
    * being the current one outside this browser: the combatants the companion took
-   * (`sent`), else the names of the tokens it took none of (`unsent`), then the tokens
-   * skipped as `already` in it ({ name, key }), each creature once and none taken in
-   * this add. What to do depends on whether another encounter is `current` now. With
-   * every selected creature in it already, nothing sent, those are named on their own
-   * (`AlreadyElsewhereNone`, `AlreadyElsewhereOther`): the "Already in the encounter"
-   * notice add gives otherwise would let the GM think them in the current one. Says
-   * nothing when no token was taken, refused or skipped.
+   * (`sent`), else the tokens it took none of (`unsent`, { name, key }), then the tokens
+   * skipped as `already` in it ({ name, key }), each name once and none of a creature
+   * taken in this add. What to do depends on whether another encounter is current now
+   * (`now`, its meta). With every selected creature in it already, nothing sent, those
+   * are named on their own (`AlreadyElsewhereNone`, `AlreadyElsewhereOther`): the
+   * "Already in the encounter" notice add gives otherwise would let the GM think them
+   * in the current one. Those whose creature is in the encounter current now (the same
+   * tokens added there, say by another GM) are named last (`ElsewhereInCurrent`): adding
+   * them as the notice says would only tell the GM they are in already. Says nothing
+   * when no token was taken, refused or skipped.
    */
-  tellAddedElsewhere(meta, sent, { unsent, already, current }) {
+  tellAddedElsewhere(meta, sent, { unsent, already, now }) {
     const { t } = this.svc;
     // Keys written out whole, so that the language file's check finds each.
-    const pick = (none, other) => (current ? other : none);
-    const taken = new Set(sent.map((cid) => meta.combatants[cid]?.actorUuid));
-    const skipped = [...new Set(already.filter((a) => !taken.has(a.key)).map((a) => a.name))].join(", ");
+    const pick = (none, other) => (now.id ? other : none);
+    const names = (list) => [...new Set(list.map((x) => x.name))].join(", ");
+    const taken = sent.map((cid) => ({ name: meta.combatants[cid]?.name ?? cid, key: meta.combatants[cid]?.actorUuid }));
+    const takenKeys = new Set(taken.map((x) => x.key));
+    const skipped = already.filter((a) => !takenKeys.has(a.key));
     const words = [];
     if (sent.length) {
       words.push(t.format(pick("MINDSCAPE.Encounter.AddedElsewhereNone", "MINDSCAPE.Encounter.AddedElsewhereOther"), { names: namesOf(meta, sent) }));
-      if (unsent.length) words.push(t.format("MINDSCAPE.Encounter.AddedElsewhereUnsent", { names: unsent.join(", ") }));
+      if (unsent.length) words.push(t.format("MINDSCAPE.Encounter.AddedElsewhereUnsent", { names: names(unsent) }));
     } else if (unsent.length) {
-      words.push(t.format(pick("MINDSCAPE.Encounter.NotAddedElsewhereNone", "MINDSCAPE.Encounter.NotAddedElsewhereOther"), { names: unsent.join(", ") }));
-    } else if (skipped) {
-      this.svc.notify("warn", t.format(pick("MINDSCAPE.Encounter.AlreadyElsewhereNone", "MINDSCAPE.Encounter.AlreadyElsewhereOther"), { names: skipped }), { permanent: true });
-      return;
+      words.push(t.format(pick("MINDSCAPE.Encounter.NotAddedElsewhereNone", "MINDSCAPE.Encounter.NotAddedElsewhereOther"), { names: names(unsent) }));
+    } else if (skipped.length) {
+      words.push(t.format(pick("MINDSCAPE.Encounter.AlreadyElsewhereNone", "MINDSCAPE.Encounter.AlreadyElsewhereOther"), { names: names(skipped) }));
     } else {
       return;
     }
-    if (skipped) words.push(t.format("MINDSCAPE.Encounter.AddedElsewhereAlready", { names: skipped }));
+    if ((sent.length || unsent.length) && skipped.length) words.push(t.format("MINDSCAPE.Encounter.AddedElsewhereAlready", { names: names(skipped) }));
+    const inNow = new Set(Object.values(now.combatants ?? {}).map((c) => c?.actorUuid));
+    const there = [...taken, ...unsent, ...skipped].filter((x) => x.key && inNow.has(x.key));
+    if (there.length) words.push(t.format("MINDSCAPE.Encounter.ElsewhereInCurrent", { names: names(there) }));
     this.svc.notify("warn", words.join(" "), { permanent: true });
   }
 
   /**
-   * Of the tokens `uuids` (a token's, else its actor's), those add never got to: the
-   * `names` (a token's, else its actor's) of those it would still have sent to encounter
-   * `meta`, once each and none whose creature (its actor as seen through the token) came
-   * earlier in `uuids`; and, as `already` ({ name, key }, as add's own), those it would
-   * have skipped as their creature is in `meta` (else a token the notice says the
-   * companion took would be named as not added too, and one of a creature in that
-   * encounter since before this add would be named nowhere). A document not found is
-   * left out.
+   * Of the tokens `uuids` (a token's, else its actor's), those add never got to, each as
+   * { name, key } (a token's name, else its actor's; its creature, the actor as seen
+   * through the token, as add's own): as `unsent`, those it would still have sent to
+   * encounter `meta`, one for each creature and none whose creature came earlier in
+   * `uuids`; as `already`, those it would have skipped as their creature is in `meta`
+   * (else a token the notice says the companion took would be named as not added too,
+   * and one of a creature in that encounter since before this add would be named
+   * nowhere). A document not found is left out.
    */
   async tokenNames(uuids, meta) {
     const inMeta = new Set(Object.values(meta.combatants ?? {}).map((c) => c?.actorUuid));
     const seen = new Set();
-    const names = new Set();
+    const unsent = [];
     const already = [];
     for (const uuid of uuids) {
       const found = await this.svc.docs(uuid).catch(() => null);
@@ -687,10 +694,10 @@ export class EncounterController {
         already.push({ name, key });
       } else if (!seen.has(key)) {
         seen.add(key);
-        names.add(name);
+        unsent.push({ name, key });
       }
     }
-    return { names: [...names], already };
+    return { unsent, already };
   }
 
   /**

@@ -2221,6 +2221,22 @@ test("every selected creature already in the encounter, which stopped being the 
   }
 });
 
+test("the encounter ended or replaced outside this browser while add's first encounter.add is on its way, the companion refusing it (NotFound) and its token deleted meanwhile: no NotFound error (its 'start a new encounter' untrue with another current), and the tokens skipped as already in that encounter are named in a notice that stays", async () => {
+  for (const [next, words] of [[elsewhere(), alreadyAllElsewhere.other], [{}, alreadyAllElsewhere.none]]) {
+    const meanwhile = async (t) => {
+      await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });
+      await setElsewhere(t, next);
+      removeDocs(t, t.tokens.goblinToken);
+    };
+    const { t, ctl } = await failingGoblinAdd({ fail: ADD_FAILURES["an encounter the companion no longer knows, which nobody here ended (NotFound)"].fail, meanwhile });
+    const before = t.clients.gm.notes.given.length;
+    await ctl.add([t.tokens.ulcenToken.uuid, t.tokens.goblinToken.uuid]);
+    assert.deepEqual(ctl.meta, next, "what was set elsewhere stays");
+    assert.deepEqual(warningsSince(t, before), [[words("Ulcen of Tyr"), true]], next.id ?? "none current");
+    assert.deepEqual(t.clients.gm.notes.given.slice(before).filter((n) => n.kind !== "warn"), [], next.id ?? "none current");
+  }
+});
+
 /** The sentence of those notices naming the creatures among them in the encounter current now. */
 const inCurrent = (names) => `Already in the encounter current now, so not to be added to it: ${names}.`;
 

@@ -572,8 +572,11 @@ export class EncounterController {
     const rest = lost ? await this.tokenNames(unsent, meta) : { unsent: [], already: [] };
     // A failure before the companion took any token leaves nothing to store: its error is
     // all there is to tell, unless the companion no longer knows an encounter that may
-    // have stopped being the current one outside this browser (`keepAdded` tells which).
-    if (failure && !sent.length && !rest.unsent.length) throw failure;
+    // have stopped being the current one outside this browser (`keepAdded` tells which),
+    // also when the refused token was deleted meanwhile: the NotFound's "start a new
+    // encounter" would be untrue with another current, and the tokens skipped as already
+    // in that encounter untold.
+    if (failure && !sent.length && !lost) throw failure;
     let outcome = "ended";
     try {
       outcome = await this.keepAdded(meta, sent, { unsent: rest.unsent, already: [...already, ...rest.already] });

@@ -602,14 +602,15 @@ export class EncounterController {
    * this browser (another GM's End or Create, a macro), which nothing told this GM of:
    * the tokens the companion took went to an encounter that is no longer the current
    * one, and a notice that stays names them (`AddedElsewhereNone` when no encounter is
-   * current now, `AddedElsewhereOther` when another is), and `unsent` ({ name, key }) those
-   * the companion refused as it no longer knows that encounter (`AddedElsewhereUnsent`);
-   * when it took none, the notice names those it did not add (`NotAddedElsewhereNone`,
-   * `NotAddedElsewhereOther`: there is nothing to store). Either notice also names the
-   * selected tokens whose creature is `already` in that encounter (those add skipped, and
-   * after a refused token those it would have), other than a creature it took in this
-   * add (`AddedElsewhereAlready`): to fight in an encounter that is current,
-   * they need adding too (but for those in it already, `tellAddedElsewhere`). With nothing sent and the encounter still the current one,
+   * current now, `AddedElsewhereOther` when another is), and `unsent` ({ name, key }),
+   * those the companion refused as it no longer knows that encounter
+   * (`AddedElsewhereUnsent`); when it took none, the notice names those it did not add
+   * (`NotAddedElsewhereNone`, `NotAddedElsewhereOther`: there is nothing to store).
+   * Either notice also names the selected tokens whose creature is `already` in that
+   * encounter (those add skipped, and after a refused token those it would have), other
+   * than a creature it took in this add (`AddedElsewhereAlready`): to fight in an
+   * encounter that is current, they need adding too (but for those in it already, see
+   * `tellAddedElsewhere`). With nothing sent and the encounter still the current one,
    * `meta` holds nothing new and is not written again: "stored" all the same.
    */
   async keepAdded(meta, sent, { unsent = [], already = [] } = {}) {

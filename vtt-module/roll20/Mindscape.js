@@ -891,6 +891,20 @@ var Mindscape = Mindscape || (() => {
   // empty one as absent (adapters/roll20.py: spaces are a value, and name no mode).
   const holds = (value) => value !== undefined && value !== null && value !== '';
 
+  // Whether an attribute's value holds more than spaces: what a number, a ref or JSON
+  // needs to be there for the adapters (adapters/core.py to_int, to_text stripped,
+  // parse_json_text read text of only spaces as no value).
+  const filled = (value) => holds(value) && String(value).trim() !== '';
+
+  // The combatant fields whose text of only spaces the adapters take as given (holds):
+  // a list of modes, conditions or spell levels (split_names: then a list naming none),
+  // a flag or a choice (then refused, as no such value). Any other field (a number, a
+  // ref, JSON) has a value only where the text holds more than spaces (filled).
+  const TEXT_FIELDS = new Set(['attacks', 'defenses', 'conditions', 'spell_levels', 'psionic', 'mindless', 'kind', 'class_group', 'die']);
+
+  // Whether `value` gives combatant field `field` a value as the adapters read it.
+  const givesField = (field, value) => (TEXT_FIELDS.has(field) ? holds(value) : filled(value));
+
   // The psi_* attribute (and part) that keeps a combatant field, as adapters/roll20.py
   // state_attribute has it: current and maximum pairs share one attribute.
   const STATE_PAIRS = {
@@ -905,14 +919,15 @@ var Mindscape = Mindscape || (() => {
   };
 
   // What the companion reads for a combatant field from `sent` (combatantOf): its psi_*
-  // attribute when that holds anything, else the attribute a generic mapping names for it
-  // (the adapters read the mapping, then the psi_* store over it); undefined when neither
-  // holds anything. Names match in any case, and of attributes sharing a name the first
-  // counts, as there.
+  // attribute when that gives the field a value (givesField: for a number, more than
+  // spaces), else the attribute a generic mapping names for it (the adapters read the
+  // mapping, then the psi_* store over it where that reads as a value); undefined when
+  // neither gives one. Names match in any case, and of attributes sharing a name the
+  // first counts, as there.
   const storedField = (sent, field) => storedSource(sent, field).value;
 
   // storedField's value with the attribute it was read from: `{value, name}`, `name` the
-  // psi_* attribute when neither holds anything (where the companion would write it), and
+  // psi_* attribute when neither gives a value (where the companion would write it), and
   // "NAME (max)" for an attribute's maximum.
   const storedSource = (sent, field) => {
     const generic = sent.adapter === 'roll20.generic';
@@ -921,7 +936,7 @@ var Mindscape = Mindscape || (() => {
       const max = /^max$/i.test(part || '');
       const attr = attribs.find((a) => sameName(a.name, name));
       const value = attr ? attr[max ? 'max' : 'current'] : undefined;
-      return holds(value) ? { value, name: max ? `${name} (max)` : name } : undefined;
+      return givesField(field, value) ? { value, name: max ? `${name} (max)` : name } : undefined;
     };
     const pair = STATE_PAIRS[field] || [`psi_${field}`, 'current'];
     const own = read(pair);
@@ -1245,7 +1260,7 @@ var Mindscape = Mindscape || (() => {
 
   // The value a fighter's sheet keeps for a combatant field that the companion's adapters
   // keep in a psi_* attribute (or in the attribute a generic mapping names for it), read
-  // as the companion reads it (storedField: a psi_* attribute holding anything wins);
+  // as the companion reads it (storedField: a psi_* attribute giving a value wins);
   // undefined when there is none.
   // A fighter deleted meanwhile keeps nothing: it controls nobody and nobody controls it.
   const sheetState = (ref, field) => (fighterCharacter(ref) ? storedField(combatantOf(ref), field) : undefined);
@@ -2164,8 +2179,6 @@ var Mindscape = Mindscape || (() => {
   const CONTROL_CHOICES = { release: 'release', keep: 'keep', 'cannot-perceive': 'cannot_perceive' };
   // Fields of a generic mapping that every character has, psionic or not.
   const COMMON_FIELDS = ['hp', 'int', 'wis', 'con', 'level', 'hit_dice'];
-
-  const filled = (value) => value !== undefined && value !== null && String(value).trim() !== '';
 
   // Whether a fighter has anything psionic for a round's end to look at: settings of its
   // own, psionic state in psi_* attributes (also a nonpsionic mind a psionic attack
@@ -4869,17 +4882,17 @@ var Mindscape = Mindscape || (() => {
     const charId = fighterCharacter(ref);
     const side = part === 'max' ? 'max' : 'value';
     const find = (name) => sheet.find((a) => sameName(a.name, name));
-    const filled = (name, of) => Boolean(find(name)) && holds(find(name)[of]) && String(find(name)[of]).trim() !== '';
+    const number = (name, of) => filled((find(name) || {})[of]);
     const at = (name, of) => [find(name) ? find(name).name : name, of];
     const stored = what === 'psp' ? STATE_PAIRS[part === 'max' ? 'psp_max' : 'psp'] : null;
-    if (stored && filled(...stored)) return at(...stored);
+    if (stored && number(...stored)) return at(...stored);
     if (!charId || adapterOf(charId) === 'roll20.generic') {
       const binding = barBindings(charId).find((b) => b.field === what && b.bar === side);
       return binding ? at(binding.attr, binding.part) : stored;
     }
     const box = what === 'psp' ? 'PSP' : 'HP';
-    if (side === 'value') return find(box) || filled(`${box}_max`, 'current') ? at(box, 'current') : stored;
-    if (what === 'psp' && find('PSP_max') && !filled('PSP', 'max')) return at('PSP_max', 'current');
+    if (side === 'value') return find(box) || number(`${box}_max`, 'current') ? at(box, 'current') : stored;
+    if (what === 'psp' && find('PSP_max') && !number('PSP', 'max')) return at('PSP_max', 'current');
     return find(box) ? at(box, 'max') : stored;
   };
 

@@ -1454,6 +1454,37 @@ test('the defense buttons offer the modes the companion knows, read in its order
   assert.deepEqual(buttons('ego-whip'), ['mind-blank', 'none']);
 });
 
+test('combat-strength: a strength of only spaces is no strength, as the companion reads it (to_int): the other part, or the mapped attribute, counts, and the defense buttons follow', () => {
+  const ctx = campaign();
+  const buttons = () => {
+    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mind-thrust` });
+    return Array.from(whispersTo(ctx.sb, 'Bob').at(-1).matchAll(/--mode ([a-z-]+)\)/g), (m) => m[1]);
+  };
+  const set = (name, current, max = '') => {
+    const attr = ctx.sb.attribute(ctx.fenka.id, name);
+    if (attr) attr.set({ current, max });
+    else ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name, current, max });
+  };
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system combat-strength' });
+  const five = ['mind-blank', 'shield-thoughts', 'mental-barrier', 'intellect-fortress', 'tower-of-iron-will', 'none'];
+  // A maximum of spaces holds no number: the current 5 counts, so Fenka is psionic and
+  // knows all five (the companion: attack_strength 5, psionic true).
+  set('psi_attack_strength', '5', '   ');
+  assert.deepEqual(buttons(), five);
+  // Spaces in both parts: no strength at all, not psionic.
+  set('psi_attack_strength', '   ', '   ');
+  assert.deepEqual(buttons(), ['none']);
+  // The generic adapter: a psi_* strength of spaces gives way to the mapped attribute.
+  ctx.sb.chat({ playerid: GM, content: `!psi config --char ${ctx.fenka.id} --adapter roll20.generic --attr attack_strength=AS --attr attack_strength_max=AS|max --attr hp=HP` });
+  set('AS', '0', '0');
+  assert.deepEqual(buttons(), ['none']);
+  set('AS', '3', '9');
+  assert.deepEqual(buttons(), five);
+  // psi_defenses of spaces is a list naming none, and still wins (split_names).
+  set('psi_defenses', '   ');
+  assert.deepEqual(buttons(), ['none']);
+});
+
 test('attacker and defender must use the same system', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, content: `!psi config --char ${ctx.fenka.id} --system power-pool` });
@@ -3280,6 +3311,18 @@ const assertThrallFreed = (ctx) => {
   assert.match(whispersTo(ctx.sb, 'gm').find((w) => /sheet warnings/.test(w)), /Thrall: no class level/);
   assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused|sheets not updated/.test(w)));
 };
+
+test('power-pool: with a generic mapping, a psi_controlling of only spaces holds no control (parse_json_text): the mapped attribute counts, so a long rest takes the creatures it holds by an action along', () => {
+  const ctx = psionicControl(campaign());
+  const held = ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').get('current');
+  ctx.sb.chat({ playerid: GM, content: `!psi config --char ${ctx.ulcen.id} --adapter roll20.generic --attr controlling=Held --attr hp=HP` });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '   ' });
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'Held', current: held, max: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi rest' });
+  const req = lastRequest(ctx.sb);
+  assert.equal(req.body.method, 'combatants.rest');
+  assert.deepEqual((req.body.params.puppets || []).map((c) => c.data.id), [ctx.thrall.id]);
+});
 
 test('power-pool: a long rest ends the control a resting controller keeps by an action (seed 001: "Powers can\'t be maintained when a creature rests"): the creatures it holds so go along as puppets, and their sheets are freed', () => {
   const ctx = psionicControl(campaign());
@@ -5353,6 +5396,21 @@ test('power-pool: with a generic mapping, control is read as the companion reads
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --defense none` });
   assert.equal(requests(ctx.sb).length, sent);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Put the controller's ref right in its Puppeteer \(max\), or clear it\./);
+});
+
+test('power-pool: with a generic mapping, a psi_controlled_by of only spaces names no controller (to_text stripped): the mapped attribute counts, as the companion reads it', () => {
+  const ctx = underControl();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --adapter roll20.generic --attr controlled_by=Puppeteer --attr hp=HP' });
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '   ' });
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'Puppeteer', current: ctx.ulcen.id, max: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --defense none` });
+  assert.equal(lastRequest(ctx.sb).body.params.controller.data.character.id, ctx.ulcen.id);
+  // The mapped attribute naming nobody here: the attack stops, naming it, not psi_controlled_by.
+  ctx.sb.attribute(ctx.fenka.id, 'Puppeteer').set({ current: '-Mnobody' });
+  const sent = requests(ctx.sb).length;
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --defense none` });
+  assert.equal(requests(ctx.sb).length, sent);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Fenka is under the psionic control of "-Mnobody".*Put the controller's ref right in its Puppeteer, or clear it\./);
 });
 
 test('power-pool: a controller that is no character or token here stops the attack with the reason; one that attacks its own puppet goes to the companion at once', () => {

@@ -1426,3 +1426,26 @@ def test_an_empty_tab11_is_not_the_monster_page() -> None:
     got = SHEET.import_(data, "revised-2e")
     assert got.combatant["level"] == 1 and "class_group" not in got.combatant
     assert "no class level (level-class1..) nor Hit Dice (hitdice); taken as 1" in got.warnings
+
+
+def test_the_mod_scripts_text_fields_are_those_whose_spaces_the_adapters_take() -> None:
+    """Mindscape.js ``TEXT_FIELDS`` lists the fields whose text of only spaces the
+    adapters take as given (a list naming nothing, a flag or choice then refused); for
+    any other field such text is no value, and the mapped attribute counts. The Mod
+    script keeps that list by hand: it must name exactly the fields ``decode`` answers
+    something other than "no value" for, in any system."""
+    script = (Path(__file__).parents[2] / "vtt-module/roll20/Mindscape.js").read_text()
+    found = re.search(r"const TEXT_FIELDS = new Set\(\[([^\]]*)\]\)", script)
+    assert found, "Mindscape.js no longer has TEXT_FIELDS"
+    listed = set(re.findall(r"'([a-z_]+)'", found.group(1)))
+    given = set()
+    for system, fields in adapters.core.FIELDS.items():
+        for name in fields:
+            try:
+                read = adapters.core.decode(system, name, "   ", f"/psi_{name}",
+                                            adapters.core.Draft(system))
+            except InvalidInput:
+                read = "refused"
+            if read is not None:
+                given.add(name)
+    assert listed == given

@@ -899,7 +899,8 @@ var Mindscape = Mindscape || (() => {
   // The combatant fields whose text of only spaces the adapters take as given (holds):
   // a list of modes, conditions or spell levels (split_names: then a list naming none),
   // a flag or a choice (then refused, as no such value). Any other field (a number, a
-  // ref, JSON) has a value only where the text holds more than spaces (filled).
+  // ref, JSON) has a value only where the text holds more than spaces (filled). Kept by
+  // hand: tests/adapters/test_roll20.py checks it against the adapters' decode.
   const TEXT_FIELDS = new Set(['attacks', 'defenses', 'conditions', 'spell_levels', 'psionic', 'mindless', 'kind', 'class_group', 'die']);
 
   // Whether `value` gives combatant field `field` a value as the adapters read it.

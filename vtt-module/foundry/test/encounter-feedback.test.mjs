@@ -17,7 +17,7 @@ async function encounter(overrides = {}) {
 
 const adds = (t) => t.daemon.calls.filter((c) => c.method === "encounter.add");
 
-test("Add selected: a creature already in the encounter is not sent again (the companion refuses it); the GM is told whom", async () => {
+test("Add selected: a creature already in the encounter is not sent again (the companion refuses it); the GM is told whom, a creature selected by two tokens of its linked actor named once", async () => {
   const { t, ctl } = await encounter();
   assert.equal(adds(t).length, 2);
   // Another token of Ulcen's linked actor is Ulcen himself.
@@ -25,7 +25,7 @@ test("Add selected: a creature already in the encounter is not sent again (the c
   await ctl.add([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid, ulcenAgain.uuid]);
   assert.deepEqual(adds(t).slice(2).map((c) => c.params.combatant.data.actor.name), ["Goblin"]);
   assert.deepEqual(Object.keys(ctl.meta.combatants), ["ulcen", "fenka-tokF", "goblin-tokG"]);
-  assert.deepEqual(t.clients.gm.notes.info, ["Already in the encounter, so not added again: Ulcen of Tyr, Fenka, Ulcen of Tyr."]);
+  assert.deepEqual(t.clients.gm.notes.info, ["Already in the encounter, so not added again: Ulcen of Tyr, Fenka."]);
   assert.deepEqual(t.clients.gm.notes.error, []);
 });
 

@@ -112,9 +112,14 @@ function combatantView(state, id) {
   return (Array.isArray(list) ? list.find((c) => c?.id === id) : list?.[id]) ?? null;
 }
 
+/** The names of `list` (each `{ name }`: a token or combatant), each name once, for a notice. */
+function namesOnce(list) {
+  return [...new Set(list.map((x) => x.name))].join(", ");
+}
+
 /** The names of combatants `cids` of encounter `meta` (its name for each, else the id), each name once, for a notice. */
 function namesOf(meta, cids) {
-  return [...new Set(cids.map((cid) => meta.combatants?.[cid]?.name ?? cid))].join(", ");
+  return namesOnce(cids.map((cid) => ({ name: meta.combatants?.[cid]?.name ?? cid })));
 }
 
 /**
@@ -588,7 +593,8 @@ export class EncounterController {
     // The notice told what became of every token; the companion's NotFound would only
     // add "start a new encounter", untrue when another is current now.
     if (failure && !(lost && outcome === "elsewhere")) throw failure;
-    if (outcome === "stored" && already.length) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.AlreadyIn", { names: already.map((a) => a.name).join(", ") }));
+    // Two selected tokens of one linked actor are one creature, named once.
+    if (outcome === "stored" && already.length) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.AlreadyIn", { names: namesOnce(already) }));
     return meta;
   }
 
@@ -652,25 +658,24 @@ export class EncounterController {
     const { t } = this.svc;
     // Keys written out whole, so that the language file's check finds each.
     const pick = (none, other) => (now.id ? other : none);
-    const names = (list) => [...new Set(list.map((x) => x.name))].join(", ");
     const taken = sent.map((cid) => ({ name: meta.combatants[cid]?.name ?? cid, key: meta.combatants[cid]?.actorUuid }));
     const takenKeys = new Set(taken.map((x) => x.key));
     const skipped = already.filter((a) => !takenKeys.has(a.key));
     const words = [];
     if (sent.length) {
       words.push(t.format(pick("MINDSCAPE.Encounter.AddedElsewhereNone", "MINDSCAPE.Encounter.AddedElsewhereOther"), { names: namesOf(meta, sent) }));
-      if (unsent.length) words.push(t.format("MINDSCAPE.Encounter.AddedElsewhereUnsent", { names: names(unsent) }));
+      if (unsent.length) words.push(t.format("MINDSCAPE.Encounter.AddedElsewhereUnsent", { names: namesOnce(unsent) }));
     } else if (unsent.length) {
-      words.push(t.format(pick("MINDSCAPE.Encounter.NotAddedElsewhereNone", "MINDSCAPE.Encounter.NotAddedElsewhereOther"), { names: names(unsent) }));
+      words.push(t.format(pick("MINDSCAPE.Encounter.NotAddedElsewhereNone", "MINDSCAPE.Encounter.NotAddedElsewhereOther"), { names: namesOnce(unsent) }));
     } else if (skipped.length) {
-      words.push(t.format(pick("MINDSCAPE.Encounter.AlreadyElsewhereNone", "MINDSCAPE.Encounter.AlreadyElsewhereOther"), { names: names(skipped) }));
+      words.push(t.format(pick("MINDSCAPE.Encounter.AlreadyElsewhereNone", "MINDSCAPE.Encounter.AlreadyElsewhereOther"), { names: namesOnce(skipped) }));
     } else {
       return;
     }
-    if ((sent.length || unsent.length) && skipped.length) words.push(t.format("MINDSCAPE.Encounter.AddedElsewhereAlready", { names: names(skipped) }));
+    if ((sent.length || unsent.length) && skipped.length) words.push(t.format("MINDSCAPE.Encounter.AddedElsewhereAlready", { names: namesOnce(skipped) }));
     const inNow = new Set(Object.values(now.combatants ?? {}).map((c) => c?.actorUuid));
     const there = [...taken, ...unsent, ...skipped].filter((x) => x.key && inNow.has(x.key));
-    if (there.length) words.push(t.format("MINDSCAPE.Encounter.ElsewhereInCurrent", { names: names(there) }));
+    if (there.length) words.push(t.format("MINDSCAPE.Encounter.ElsewhereInCurrent", { names: namesOnce(there) }));
     this.svc.notify("warn", words.join(" "), { permanent: true });
   }
 

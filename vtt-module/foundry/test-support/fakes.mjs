@@ -370,8 +370,23 @@ export class FakeApplicationV2 {
 }
 
 /** Settings with registration records (scope, config, default) and values per client. */
+/** The clients' settings by the world settings they share: each hears a world setting's change. */
+const SHARING = new WeakMap();
+
+/**
+ * Settings as one client has them. A world setting's change calls its `onChange` on every
+ * client that shares the world settings, as Foundry's Setting document does (v12 and v13
+ * `_onCreate`/`_onUpdate`: `onChange(value, options, userId)`, with the options the writer
+ * gave `set`), only when the value changed; here before `set` returns, on every client.
+ */
 export class FakeSettings {
-  constructor(shared) { this.registered = new Map(); this.menus = new Map(); this.values = new Map(); this.shared = shared; }
+  constructor(shared) {
+    this.registered = new Map(); this.menus = new Map(); this.values = new Map(); this.shared = shared;
+    if (shared) {
+      if (!SHARING.has(shared)) SHARING.set(shared, new Set());
+      SHARING.get(shared).add(this);
+    }
+  }
   register(ns, key, spec) { this.registered.set(`${ns}.${key}`, spec); }
   registerMenu(ns, key, spec) {
     // As Foundry v12 and v13 do: a menu type must be a FormApplication or ApplicationV2 subclass.
@@ -388,10 +403,16 @@ export class FakeSettings {
     const store = spec.scope === "world" ? this.shared : this.values;
     return store.has(id) ? structuredClone(store.get(id)) : structuredClone(spec.default);
   }
-  async set(ns, key, value) {
+  async set(ns, key, value, options = {}) {
     const id = `${ns}.${key}`;
     const spec = this.registered.get(id);
-    (spec?.scope === "world" ? this.shared : this.values).set(id, structuredClone(value));
+    const world = spec?.scope === "world";
+    const store = world ? this.shared : this.values;
+    const changed = JSON.stringify(store.get(id)) !== JSON.stringify(value);
+    store.set(id, structuredClone(value));
+    if (world && changed) {
+      for (const client of SHARING.get(this.shared) ?? []) client.registered.get(id)?.onChange?.(structuredClone(value), options);
+    }
     return value;
   }
 }

@@ -942,7 +942,7 @@ export function makeTable({ generation = 12, passQuerySender = false, userQueryE
   const clients = {};
   for (const user of [gm, p1, p2]) {
     const c = makeClient({ server, world, users, user, generation, worldSettings });
-    registerSettings(c.game);
+    registerSettings(c.game, undefined, { encounter: (_value, options) => c.svc.encounters.encounterSet(options) });
     c.dialogs = scriptedDialogs(dialogs[user.id === gm.id ? "gm" : user.id === p1.id ? "p1" : "p2"] ?? {});
     c.svc = new Mindscape({
       game: c.game, ui: c.ui, CONFIG: c.CONFIG, Hooks: c.Hooks, ChatMessage: c.ChatMessage, Roll: c.Roll,
@@ -951,6 +951,7 @@ export function makeTable({ generation = 12, passQuerySender = false, userQueryE
     });
     c.svc.encounters = new EncounterController(c.svc);
     c.svc.env.encounters = c.svc.encounters;
+    c.svc.encounters.seeMeta();
     c.svc.relay.register();
     clients[user.id === gm.id ? "gm" : user.id === p1.id ? "p1" : "p2"] = c;
   }

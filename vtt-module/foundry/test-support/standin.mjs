@@ -257,7 +257,14 @@ export async function setUp({ generation = 13, actors, moduleBase = "/modules/mi
         if (!(spec.type?.prototype instanceof ApplicationV2)) throw new Error("You must provide a menu type that is a FormApplication or ApplicationV2 instance or subclass");
       },
       get: (ns, key) => { const id = `${ns}.${key}`; if (id === "core.rollMode") return "publicroll"; return values.has(id) ? structuredClone(values.get(id)) : structuredClone(registered.get(id)?.default); },
-      set: async (ns, key, v) => { values.set(`${ns}.${key}`, structuredClone(v)); return v; },
+      // As Foundry does: a changed value calls the setting's onChange with the writer's options.
+      set: async (ns, key, v, options = {}) => {
+        const id = `${ns}.${key}`;
+        const changed = JSON.stringify(values.get(id)) !== JSON.stringify(v);
+        values.set(id, structuredClone(v));
+        if (changed) registered.get(id)?.onChange?.(structuredClone(v), options);
+        return v;
+      },
     },
     socket: { on: () => {}, emit: () => {} },
     modules: new Map([["mindscape", { id: "mindscape", active: true }]]),

@@ -34,7 +34,7 @@ test("Add selected with every creature already in the encounter stores nothing: 
   const settings = t.clients.gm.svc.game.settings;
   const set = settings.set.bind(settings);
   const written = [];
-  settings.set = (ns, key, value) => { if (key === "encounter") written.push(value); return set(ns, key, value); };
+  settings.set = (ns, key, value, options) => { if (key === "encounter") written.push(value); return set(ns, key, value, options); };
   await ctl.add([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid]);
   assert.deepEqual(written, []);
   assert.deepEqual(t.clients.gm.notes.info, ["Already in the encounter, so not added again: Ulcen of Tyr, Fenka."]);

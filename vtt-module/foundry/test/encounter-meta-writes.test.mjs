@@ -15,7 +15,7 @@ async function setup({ addGate } = {}) {
   await ctl.create([ulcenToken.uuid, fenkaToken.uuid, goblinToken.uuid, prime.uuid], "Vault");
   const settings = t.clients.gm.svc.game.settings;
   const set = settings.set.bind(settings);
-  settings.set = async (ns, key, value) => { await tick(10); return set(ns, key, value); };
+  settings.set = async (ns, key, value, options) => { await tick(10); return set(ns, key, value, options); };
   const del = (token) => { t.world.docs.delete(token.uuid); return hookTable(t.clients.gm.svc).deleteToken(token); };
   return { t, ctl, prime, del };
 }
@@ -73,7 +73,7 @@ test("End pressed after add's last encounter.add answered, while add waits for a
   const settings = t.clients.gm.svc.game.settings;
   const set = settings.set.bind(settings);
   const stored = [];
-  settings.set = (ns, key, value) => { if (key === "encounter") stored.push(structuredClone(value)); return set(ns, key, value); };
+  settings.set = (ns, key, value, options) => { if (key === "encounter") stored.push(structuredClone(value)); return set(ns, key, value, options); };
   const rec = del(t.tokens.ulcenToken);
   const adding = ctl.add([extra.uuid]);
   // The companion answered add's encounter.add; add waits for the record before its last save.

@@ -787,6 +787,54 @@ test("ending the encounter while a write Foundry missed still waits tells the GM
   assert.equal(told[0].text, `The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`);
 });
 
+/** The words of the notice that stays for Fenka's write left waiting when a macro changed the encounter setting. */
+const SET_ELSEWHERE_BEHIND = (writes) => `The encounter stopped being the current one without the encounter panel's End or Create (a macro or a script changed the world's encounter setting), before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${writes}).`;
+
+test("a macro (not the panel's End or Create) ends or replaces the encounter while a write Foundry missed waits in it: the active GM's client tells which sheet lacks what, in a notice that stays, and no other client does", async () => {
+  for (const next of setElsewhereCases()) {
+    const { t, ctl, enc } = await encounter();
+    const fenka = t.tokens.fenkaToken.actor;
+    lockPsp(fenka);
+    await ctl.resolve();
+    const owed = enc.combatants.get("fenka-tokF").profile.psp;
+    assert.ok(ctl.meta.held?.["fenka-tokF"]?.write, "the write waits");
+    const before = t.clients.gm.notes.given.length;
+    await setElsewhere(t, next);
+    await tick();
+    assert.deepEqual(warningsSince(t, before), [[SET_ELSEWHERE_BEHIND(`${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}`), true]], next.id ?? "ended");
+    for (const player of [t.clients.p1, t.clients.p2]) assert.deepEqual(player.notes.given, []);
+  }
+});
+
+test("the panel's End or Create in another GM's browser (the change marked with the encounter it ends or replaces) is told there: the active GM's client does not tell its waiting write again", async () => {
+  for (const next of setElsewhereCases()) {
+    const { t, ctl } = await encounter();
+    lockPsp(t.tokens.fenkaToken.actor);
+    await ctl.resolve();
+    const id = ctl.meta.id;
+    const before = t.clients.gm.notes.given.length;
+    await t.clients.gm.svc.game.settings.set("mindscape", "encounter", next, { mindscape: { told: id } });
+    await tick();
+    assert.deepEqual(warningsSince(t, before), [], next.id ?? "ended");
+  }
+});
+
+test("a macro changes the encounter setting after a waiting write was put right on the sheet by hand: nothing is told of it", async () => {
+  const { t, ctl, enc } = await encounter();
+  const fenka = t.tokens.fenkaToken.actor;
+  lockPsp(fenka);
+  await ctl.resolve();
+  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  assert.deepEqual(Object.keys(ctl.meta.held["fenka-tokF"].write.update), ["flags.mindscape.revised-2e.psp"]);
+  // The GM sets the value by hand (the sheet's lock is the module's writes only).
+  fenka.flags.mindscape["revised-2e"].psp = owed;
+  const before = t.clients.gm.notes.given.length;
+  await setElsewhere(t, {});
+  await tick();
+  assert.deepEqual(warningsSince(t, before), []);
+  assert.equal(psp(fenka), owed);
+});
+
 test("End tells a waiting write's Foundry deletion (-=key) as a field to remove, not as a value null to set", async () => {
   const { t, ctl, enc } = await resolvingWith((answer) => {
     for (const u of answer.results.flatMap((r) => r.updates)) if (u.uuid === t.tokens.fenkaToken.actor.uuid) u.update["flags.mindscape.revised-2e.-=stunned"] = null;
@@ -1140,6 +1188,23 @@ async function endWhileResolving({ slowDelete = false } = {}) {
   };
   return { ...table, fenka, owed, finish, deleted, deleteAsked };
 }
+
+test("a macro changes the encounter setting while a step of it is under way here: its waiting write is told once the step finished, without a field the step wrote or told as missed with a newer value", async () => {
+  for (const lands of [false, true]) {
+    for (const next of setElsewhereCases()) {
+      const { t, fenka, owed, finish } = await endWhileResolving();
+      const before = t.clients.gm.notes.given.length;
+      await setElsewhere(t, next);
+      await tick();
+      assert.deepEqual(warningsSince(t, before), [], "nothing is told while the step is under way");
+      const now = await finish({ lands });
+      await tick();
+      assert.notEqual(now, owed);
+      const step = `The encounter was no longer the current one when the step finished (it was ended or replaced outside this browser), so a write-back missed by the sheet of Fenka will not be tried again: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${now}).`;
+      assert.deepEqual(warningsSince(t, before), lands ? [] : [[step, true]], `${lands} ${next.id ?? "ended"}`);
+    }
+  }
+});
 
 test("End told a waiting write by hand, and a step finishing after End then writes that field: the GM is told, in a notice that stays, that it is written now and needs no hand", async () => {
   const { t, ctl, fenka, owed, finish } = await endWhileResolving();
@@ -1793,9 +1858,9 @@ test("End and Create pressed together while Foundry stores the encounter setting
     const set = settings.set.bind(settings);
     // Stored in the order asked, each after a round trip, as the server does.
     let last = Promise.resolve();
-    settings.set = (ns, key, value) => {
+    settings.set = (ns, key, value, options) => {
       const delayed = key === "encounter" && (slow === "create" ? value?.name === "Next" : !value?.id);
-      const done = last.then(async () => { if (delayed) await tick(20); return set(ns, key, value); });
+      const done = last.then(async () => { if (delayed) await tick(20); return set(ns, key, value, options); });
       last = done.catch(() => null);
       return done;
     };
@@ -1925,7 +1990,7 @@ test("a token made again with the uuid of no combatant (a new token): no meta wr
   const settings = t.clients.gm.svc.game.settings;
   const set = settings.set.bind(settings);
   let writes = 0;
-  settings.set = (ns, key, value) => { if (key === "encounter") writes++; return set(ns, key, value); };
+  settings.set = (ns, key, value, options) => { if (key === "encounter") writes++; return set(ns, key, value, options); };
   const other = t.world.token({ id: "tokN", name: "Newcomer", actor: t.actors.fenka, actorLink: true });
   assert.equal(hookTable(t.clients.gm.svc).createToken(other), null);
   assert.equal(writes, 0);
@@ -1937,7 +2002,7 @@ test("a token deleted while a hold is being stored (a round trip to the server):
     const { t, ctl } = await encounter();
     const settings = t.clients.gm.svc.game.settings;
     const set = settings.set.bind(settings);
-    settings.set = async (ns, key, value) => { await tick(10); return set(ns, key, value); };
+    settings.set = async (ns, key, value, options) => { await tick(10); return set(ns, key, value, options); };
     const hold = () => ctl.saveHeld(new Map([["fenka-tokF", { write: null }]]), { id: "enc1" });
     const del = () => { t.world.docs.delete(t.tokens.ulcenToken.uuid); return hookTable(t.clients.gm.svc).deleteToken(t.tokens.ulcenToken); };
     const a = first === "hold" ? hold() : del();
@@ -2096,7 +2161,7 @@ test("one token's encounter.add refused, and storing the tokens taken before it 
   const { t, ctl } = await failingGoblinAdd({ fail: ADD_FAILURES["a sheet the rules refuse (RulesError)"].fail });
   const settings = t.clients.gm.svc.game.settings;
   const set = settings.set.bind(settings);
-  settings.set = (ns, key, value) => (key === "encounter" ? Promise.reject(new Error("the server lost the write")) : set(ns, key, value));
+  settings.set = (ns, key, value, options) => (key === "encounter" ? Promise.reject(new Error("the server lost the write")) : set(ns, key, value, options));
   const before = t.clients.gm.notes.given.length;
   await assert.rejects(ctl.add([t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid]), ADD_FAILURES["a sheet the rules refuse (RulesError)"].is);
   const errors = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "error").map((n) => n.text);
@@ -2306,12 +2371,12 @@ function slowEncounterSet(t, slow) {
   const released = new Promise((resolve) => { release = resolve; });
   let asked;
   const storing = new Promise((resolve) => { asked = resolve; });
-  settings.set = async (ns, key, value) => {
+  settings.set = async (ns, key, value, options) => {
     if (key === "encounter" && slow(value)) {
       asked();
       await released;
     }
-    return set(ns, key, value);
+    return set(ns, key, value, options);
   };
   return { storing, release };
 }

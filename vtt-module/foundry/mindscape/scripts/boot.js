@@ -59,7 +59,7 @@ export const boot = {
     registerSettings(globalThis.game, {
       PairingMenu: menuOpening(Base, () => svc.openPairing()),
       HouseRulesMenu: menuOpening(Base, () => svc.openHouseRules()),
-    });
+    }, { encounter: (_value, options) => svc.encounters.encounterSet(options) });
     registerUiHooks(globalThis.Hooks, svc);
     // v13 answers a query only if its handler is registered when it arrives: from "init",
     // so that a GM reloading does not leave the players' requests unanswered; what
@@ -72,6 +72,8 @@ export const boot = {
     const svc = this.svc;
     const game = globalThis.game;
     svc.relay.accept();
+    // The encounter as this client first sees it: what a change of the setting replaces.
+    svc.encounters.seeMeta();
     let panel = null;
     const openEncounter = () => {
       if (!game.user.isGM || !svc.mayShowEncounter()) return null;

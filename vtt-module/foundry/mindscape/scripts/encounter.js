@@ -420,6 +420,14 @@ export class EncounterController {
     // (`tokenDeleted`): known here at once, while the record in the encounter's meta
     // (`deletedLinked`, which lasts through a reload) is still being stored.
     this.deletedTokens = new Map();
+    // The steps under way (`stepOf`), any encounter's: what `tellSetElsewhere` waits for.
+    this.stepRuns = new Set();
+    // The encounter's meta as this client last saw it (`seeMeta`, `encounterSet`): Foundry
+    // tells a change of the setting with the new value only.
+    this.seenMeta = null;
+    // By encounter id, while `tellSetElsewhere` waits for its steps: the writes those
+    // steps missed and told themselves (`tellStepAfterEnd`), newer than its holds.
+    this.toldElsewhere = new Map();
   }
 
   get game() { return this.svc.game; }
@@ -427,7 +435,69 @@ export class EncounterController {
   /** The current encounter's stored meta: {id, system, name, combatants: {cid: {tokenUuid, actorUuid, name, disposition, deletedLinked?}}, held?, gone?}. */
   get meta() { return setting(this.game, "encounter") ?? {}; }
 
-  async saveMeta(meta) { await setSetting(this.game, "encounter", meta); }
+  /**
+   * Store the current encounter's meta. End and Create pass `told`, the id of the
+   * encounter they end or replace, whose waiting writes they tell themselves: it goes
+   * with the change to every client (`encounterSet`), so that no other tells them again.
+   */
+  async saveMeta(meta, { told = null } = {}) {
+    await setSetting(this.game, "encounter", meta, told ? { mindscape: { told } } : {});
+  }
+
+  /** Note the current meta as this client sees it now (at "ready"): what a change of the setting replaces (`encounterSet`). */
+  seeMeta() { this.seenMeta = structuredClone(this.meta); }
+
+  /**
+   * The world's encounter setting changed (settings.js `onChange`, on every client;
+   * `options` as its writer gave them). The new meta is read from the setting, which
+   * holds it by then: the value Foundry hands `onChange` need not be what `get` returns
+   * (a world setting's is stored as JSON). When the encounter it held stopped being
+   * the current one and the change is not an End's or a Create's of this module (which
+   * mark it with that encounter's id, `saveMeta`, and tell its waiting writes in the
+   * browser where they were pressed), but a macro's or a script's, nobody else tells the
+   * writes Foundry missed that waited in it (`held`): the active GM's client does, once
+   * (`tellSetElsewhere`). A client that saw no meta before (`seeMeta`) tells nothing.
+   * @returns {Promise<void>|null}  the telling, if any
+   */
+  encounterSet(options) {
+    const was = this.seenMeta;
+    this.seenMeta = structuredClone(this.meta);
+    if (!was?.id || was.id === this.seenMeta.id || options?.mindscape?.told === was.id) return null;
+    if (!this.svc.relay?.isActiveGM) return null;
+    return this.tellSetElsewhere(was).catch((error) => this.svc.notifyError(error));
+  }
+
+  /**
+   * Tell the GM, in a notice that stays (`SetElsewhereBehind`), the writes Foundry missed
+   * that waited in encounter `was` (its meta before the setting changed outside End and
+   * Create): nothing tries them again now. A step of it under way here finishes first;
+   * what its own missed writes are it tells itself (`ElsewhereBehind`), and a field one of
+   * them touches is left out here, as is a field whose sheet no longer shows what it
+   * showed when the write missed (a step's retry wrote it after all, or the GM did), and
+   * a write whose document is gone (its token or actor deleted: no sheet to put right).
+   * A hold without a write (the companion's) was told when it was made.
+   */
+  async tellSetElsewhere(was) {
+    const told = [];
+    this.toldElsewhere.set(was.id, told);
+    try {
+      while (this.stepsUnderWay.has(was.id)) await Promise.allSettled([...this.stepRuns]);
+    } finally {
+      this.toldElsewhere.delete(was.id);
+    }
+    const lacking = [];
+    for (const [cid, hold] of Object.entries(was.held ?? {})) {
+      const write = hold?.write;
+      const doc = write ? await this.svc.env.fromUuid(write.uuid).catch(() => null) : null;
+      if (!doc) continue;
+      const changed = setPaths(write.update).filter((path) => JSON.stringify(valueAt(doc, path) ?? null) !== JSON.stringify(write.expect?.[path] ?? null));
+      let left = changed.length ? withoutWritten(write, Object.fromEntries(changed.map((path) => [path, null]))) : write;
+      for (const later of told.filter((w) => w.uuid === write.uuid)) left = left && withoutWritten(left, later.update);
+      if (left) lacking.push([cid, left]);
+    }
+    if (!lacking.length) return;
+    this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.SetElsewhereBehind", { names: namesOf(was, lacking.map(([cid]) => cid)), writes: this.writesWords(lacking.map(([, w]) => w)) }), { permanent: true });
+  }
 
   /**
    * The current meta while it is still encounter `copy`'s (with what was stored into it
@@ -487,7 +557,7 @@ export class EncounterController {
     // With the holds stored meanwhile; when another encounter was set outside this
     // browser meanwhile, the one taken over as it was: its writes are told all the same.
     const replaced = this.stillOr(taken);
-    await this.saveMeta({ id: made.id, system, name, combatants: {} });
+    await this.saveMeta({ id: made.id, system, name, combatants: {} }, { told: replaced.id });
     await this.tellWaitingWrites(replaced);
     // Not `add`, which would wait for this very Create.
     await this.addNow(tokenUuids);
@@ -1843,7 +1913,7 @@ export class EncounterController {
     if (id && this.replacedIds.has(id)) return;
     // One set outside this browser meanwhile stays; End still tells what it ended, else
     // the steps finishing after End started would wait in its record, told by nobody.
-    if (this.meta.id === id) await this.saveMeta({});
+    if (this.meta.id === id) await this.saveMeta({}, { told: id });
     await this.tellWaitingWrites(meta);
   }
 
@@ -1914,9 +1984,13 @@ export class EncounterController {
    */
   async stepOf(id, step) {
     this.stepsUnderWay.set(id, (this.stepsUnderWay.get(id) ?? 0) + 1);
+    let run = null;
     try {
-      return await step();
+      run = step();
+      this.stepRuns.add(run);
+      return await run;
     } finally {
+      this.stepRuns.delete(run);
       const left = this.stepsUnderWay.get(id) - 1;
       if (left) this.stepsUnderWay.set(id, left);
       else {
@@ -1972,6 +2046,9 @@ export class EncounterController {
     const t = this.svc.t;
     if (!meta.id || !this.endedIds.has(meta.id)) {
       if (!step.missed.length) return;
+      // A change of the setting outside End and Create waits for this step: its holds
+      // leave out what this tells (`tellSetElsewhere`).
+      this.toldElsewhere.get(meta.id)?.push(...step.missed.map((m) => m.write));
       const words = { what, names: namesOf(meta, step.missed.flatMap((m) => m.cids)), writes: this.writesWords(step.missed.map((m) => m.write)) };
       this.svc.notify("warn", t.format("MINDSCAPE.Encounter.ElsewhereBehind", words), { permanent: true });
       return;

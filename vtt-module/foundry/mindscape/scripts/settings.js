@@ -40,13 +40,17 @@ export const SETTINGS = {
  * Register every setting and the two menus (pairing, house rules).
  * @param {any} game
  * @param {{PairingMenu:Function, HouseRulesMenu:Function}} menus  classes Foundry instantiates
+ * @param {Object<string, Function>} [onChange]  by setting key, what Foundry calls when its
+ *   value changes, on every client for a world setting: `(value, options, userId)`, the
+ *   options those its writer gave `game.settings.set`
  */
-export function registerSettings(game, menus) {
+export function registerSettings(game, menus, onChange = {}) {
   for (const [key, spec] of Object.entries(SETTINGS)) {
     game.settings.register(MODULE_ID, key, {
       name: `MINDSCAPE.Setting.${key}.Name`,
       hint: `MINDSCAPE.Setting.${key}.Hint`,
       ...spec,
+      ...(onChange[key] ? { onChange: onChange[key] } : {}),
     });
   }
   if (menus?.PairingMenu) {
@@ -76,9 +80,9 @@ export function setting(game, key) {
   return game.settings.get(MODULE_ID, key);
 }
 
-/** Write one of this module's settings. */
-export function setSetting(game, key, value) {
-  return game.settings.set(MODULE_ID, key, value);
+/** Write one of this module's settings; `options` go with a world setting's change to every client's `onChange`. */
+export function setSetting(game, key, value, options = {}) {
+  return game.settings.set(MODULE_ID, key, value, options);
 }
 
 /** The house-rule options of the world's current system (`{H-...: value}`). */

@@ -1961,6 +1961,29 @@ function recreateToken(t, token) {
   return Promise.all(Object.values(t.clients).map((c) => hookTable(c.svc).createToken(token)));
 }
 
+test("the active GM's client changing between a linked token's deletion and its undo (the old one's record of the deletion still on its way to the server): the record does not stay on the token that is back", async () => {
+  const { t, ctl } = await encounter();
+  // Ann becomes a second GM; gm0000's client is the active GM's for now.
+  Object.getPrototypeOf(t.clients.p1.game.user).isGM = true;
+  const token = t.tokens.ulcenToken;
+  const settings = t.clients.gm.svc.game.settings;
+  const set = settings.set.bind(settings);
+  let arrive;
+  const arrived = new Promise((resolve) => { arrive = resolve; });
+  settings.set = async (ns, key, value, options) => { if (key === "encounter") await arrived; return set(ns, key, value, options); };
+  const deleting = deleteToken(t, token);
+  await tick(2);
+  // gm0000 steps away: Ann's client is the active GM's, and it hears the undo first.
+  Object.getPrototypeOf(t.clients.gm.game.user).active = false;
+  assert.equal(t.clients.p1.svc.relay.isActiveGM, true);
+  await recreateToken(t, token);
+  assert.equal(ctl.meta.combatants.ulcen.deletedLinked, undefined, "nothing stored yet to clear");
+  arrive();
+  await deleting;
+  await tick();
+  assert.equal(ctl.meta.combatants.ulcen.deletedLinked, undefined, "the late record is cleared by the active GM's client");
+});
+
 test("a linked token deleted, brought back (Foundry's undo), made unlinked and deleted again while no GM's client heard of it: the first deletion's record was cleared when it came back, so it is gone, its world actor neither read nor written, also after a reload", async () => {
   const { t, ctl, gm } = await encounter();
   const token = t.tokens.ulcenToken;

@@ -457,14 +457,34 @@ export class EncounterController {
    * browser where they were pressed), but a macro's or a script's, nobody else tells the
    * writes Foundry missed that waited in it (`held`): the active GM's client does, once
    * (`tellSetElsewhere`). A client that saw no meta before (`seeMeta`) tells nothing.
-   * @returns {Promise<void>|null}  the telling, if any
+   * The active GM's client also drops a deletion's record left on a token that is there
+   * again (`clearBack`).
+   * @returns {Promise<void>|null}  the telling and clearing, if any
    */
   encounterSet(options) {
     const was = this.seenMeta;
-    this.seenMeta = structuredClone(this.meta);
-    if (!was?.id || was.id === this.seenMeta.id || options?.mindscape?.told === was.id) return null;
+    const now = structuredClone(this.meta);
+    this.seenMeta = now;
     if (!this.svc.relay?.isActiveGM) return null;
-    return this.tellSetElsewhere(was).catch((error) => this.svc.notifyError(error));
+    const told = !was?.id || was.id === now.id || options?.mindscape?.told === was.id
+      ? null
+      : this.tellSetElsewhere(was).catch((error) => this.svc.notifyError(error));
+    return Promise.all([told, this.clearBack(now)]).then(() => undefined);
+  }
+
+  /**
+   * Drop the record of a deletion (`deletedLinked`) from the entries of `meta` whose token
+   * is there again (`recordLinked`). The undo of a deletion clears it (`tokenCreated`),
+   * but only in the active GM's client: one that stopped being the active GM while its
+   * record of the deletion was on its way to the server stores it after the new active
+   * GM's client found nothing to clear, and this client, hearing that store, clears it.
+   * @returns {Promise<void>}
+   */
+  async clearBack(meta) {
+    for (const entry of Object.values(meta.combatants ?? {})) {
+      if (entry?.deletedLinked !== true || !entry.tokenUuid) continue;
+      if (await this.svc.env.fromUuid(entry.tokenUuid).catch(() => null)) await this.recordLinked(entry.tokenUuid, false);
+    }
   }
 
   /**

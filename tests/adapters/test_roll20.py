@@ -1449,3 +1449,16 @@ def test_the_mod_scripts_text_fields_are_those_whose_spaces_the_adapters_take() 
             if read is not None:
                 given.add(name)
     assert listed == given
+
+
+def test_the_mod_scripts_spaces_are_those_python_strips() -> None:
+    """Mindscape.js ``SPACE`` is the class of characters its ``strip`` takes off the ends
+    of an attribute's text, as the adapters' ``str.strip()`` does (``to_int``, a ref,
+    ``parse_json_text``): exactly those ``str.isspace`` holds. JavaScript's ``trim``
+    differs (it strips U+FEFF, and keeps U+001C..U+001F and U+0085)."""
+    script = (Path(__file__).parents[2] / "vtt-module/roll20/Mindscape.js").read_text()
+    found = re.search(r"const SPACE = /(\[[^\]]*\])/;", script)
+    assert found, "Mindscape.js no longer has SPACE"
+    space = re.compile(found.group(1))
+    assert [c for c in range(0x110000) if space.fullmatch(chr(c))] == \
+        [c for c in range(0x110000) if chr(c).isspace()]

@@ -891,10 +891,18 @@ var Mindscape = Mindscape || (() => {
   // empty one as absent (adapters/roll20.py: spaces are a value, and name no mode).
   const holds = (value) => value !== undefined && value !== null && value !== '';
 
+  // Text without the spaces at its ends, as the adapters' Python str.strip() takes them
+  // (str.isspace): JavaScript's trim() also strips U+FEFF, which Python keeps (a number
+  // so written is refused), and keeps U+001C..U+001F and U+0085, which Python strips.
+  // tests/adapters/test_roll20.py checks SPACE against str.isspace.
+  const SPACE = /[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/;
+  const EDGE_SPACES = new RegExp(`^${SPACE.source}+|${SPACE.source}+$`, 'g');
+  const strip = (text) => String(text).replace(EDGE_SPACES, '');
+
   // Whether an attribute's value holds more than spaces: what a number, a ref or JSON
   // needs to be there for the adapters (adapters/core.py to_int, to_text stripped,
   // parse_json_text read text of only spaces as no value).
-  const filled = (value) => holds(value) && String(value).trim() !== '';
+  const filled = (value) => holds(value) && strip(value) !== '';
 
   // The combatant fields whose text of only spaces the adapters take as given (holds):
   // a list of modes, conditions or spell levels (split_names: then a list naming none),
@@ -956,7 +964,8 @@ var Mindscape = Mindscape || (() => {
     if (['0', 'false', 'no', 'off'].includes(flag)) return false;
     const strength = (field) => {
       const most = storedField(sent, `${field}_max`);
-      return Number(most === undefined ? storedField(sent, field) || 0 : most) || 0;
+      const value = most === undefined ? storedField(sent, field) : most;
+      return value === undefined ? 0 : Number(strip(value)) || 0;
     };
     return strength('attack_strength') + strength('defense_strength') > 0;
   };
@@ -1270,7 +1279,7 @@ var Mindscape = Mindscape || (() => {
   // controller (psi_controlled_by), or null.
   const controllerOf = (ref) => {
     const value = sheetState(ref, 'controlled_by');
-    return filled(value) ? String(value).trim() : null;
+    return filled(value) ? strip(value) : null;
   };
 
   // The entries of a fighter's psi_controlling ([{id, kept_by, wave}]) that name a

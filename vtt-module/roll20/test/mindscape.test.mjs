@@ -1485,6 +1485,22 @@ test('combat-strength: a strength of only spaces is no strength, as the companio
   assert.deepEqual(buttons(), ['none']);
 });
 
+test('combat-strength: spaces are what the companion strips (Python str.strip): a strength maximum of U+0085 or U+001C holds no number, so the current value counts; a current value with them around it is its number', () => {
+  const ctx = campaign();
+  const buttons = () => {
+    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mind-thrust` });
+    return Array.from(whispersTo(ctx.sb, 'Bob').at(-1).matchAll(/--mode ([a-z-]+)\)/g), (m) => m[1]);
+  };
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system combat-strength' });
+  const five = ['mind-blank', 'shield-thoughts', 'mental-barrier', 'intellect-fortress', 'tower-of-iron-will', 'none'];
+  const add = (current, max) => ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_attack_strength', current, max });
+  // The companion: attack_strength_max none (to_int strips U+0085), attack_strength 5: psionic.
+  const strength = add('5', '\u0085');
+  assert.deepEqual(buttons(), five);
+  strength.set({ current: '\u001c5\u001f', max: '\u001c' });
+  assert.deepEqual(buttons(), five);
+});
+
 test('attacker and defender must use the same system', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, content: `!psi config --char ${ctx.fenka.id} --system power-pool` });
@@ -5411,6 +5427,15 @@ test('power-pool: with a generic mapping, a psi_controlled_by of only spaces nam
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --defense none` });
   assert.equal(requests(ctx.sb).length, sent);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Fenka is under the psionic control of "-Mnobody".*Put the controller's ref right in its Puppeteer, or clear it\./);
+});
+
+test('power-pool: with a generic mapping, a psi_controlled_by of U+001C and U+0085 names no controller, as the companion strips them (Python str.strip): the mapped attribute counts', () => {
+  const ctx = underControl();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --adapter roll20.generic --attr controlled_by=Puppeteer --attr hp=HP' });
+  ctx.sb.attribute(ctx.fenka.id, 'psi_controlled_by').set({ current: '\u001c\u0085' });
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'Puppeteer', current: `\u0085${ctx.ulcen.id}\u001d`, max: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab --defense none` });
+  assert.equal(lastRequest(ctx.sb).body.params.controller.data.character.id, ctx.ulcen.id);
 });
 
 test('power-pool: a controller that is no character or token here stops the attack with the reason; one that attacks its own puppet goes to the companion at once', () => {

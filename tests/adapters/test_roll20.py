@@ -1462,3 +1462,26 @@ def test_the_mod_scripts_spaces_are_those_python_strips() -> None:
     space = re.compile(found.group(1))
     assert [c for c in range(0x110000) if space.fullmatch(chr(c))] == \
         [c for c in range(0x110000) if chr(c).isspace()]
+
+
+def test_the_mod_scripts_json_fields_are_those_whose_null_the_adapters_take_as_none() -> None:
+    """Mindscape.js ``JSON_FIELDS`` lists the fields whose text ``null`` (with JSON's
+    spaces around it) the adapters read as no value (``parse_json_text``), so the mapped
+    attribute counts; any other field takes that text as given (a value or a refusal).
+    Kept by hand: it must name exactly those, in any system."""
+    script = (Path(__file__).parents[2] / "vtt-module/roll20/Mindscape.js").read_text()
+    found = re.search(r"const JSON_FIELDS = new Set\(\[([^\]]*)\]\)", script)
+    assert found, "Mindscape.js no longer has JSON_FIELDS"
+    listed = set(re.findall(r"'([a-z_]+)'", found.group(1)))
+    for text in ("null", " \tnull\r\n"):
+        none = set()
+        for system, fields in adapters.core.FIELDS.items():
+            for name in fields:
+                try:
+                    read = adapters.core.decode(system, name, text, f"/psi_{name}",
+                                                adapters.core.Draft(system))
+                except InvalidInput:
+                    read = "refused"
+                if read is None:
+                    none.add(name)
+        assert listed == none, text

@@ -911,8 +911,17 @@ var Mindscape = Mindscape || (() => {
   // hand: tests/adapters/test_roll20.py checks it against the adapters' decode.
   const TEXT_FIELDS = new Set(['attacks', 'defenses', 'conditions', 'spell_levels', 'psionic', 'mindless', 'kind', 'class_group', 'die']);
 
+  // The combatant fields kept as JSON text: the JSON null, `null` (with JSON's spaces
+  // around it), holds no value there either (parse_json_text), so the mapped attribute
+  // counts. Kept by hand, checked as TEXT_FIELDS is.
+  const JSON_FIELDS = new Set(['mind', 'condition_rounds', 'lost_powers', 'quick_mac', 'dedicated', 'controlling']);
+  const JSON_NULL = /^[ \t\n\r]*null[ \t\n\r]*$/;
+
   // Whether `value` gives combatant field `field` a value as the adapters read it.
-  const givesField = (field, value) => (TEXT_FIELDS.has(field) ? holds(value) : filled(value));
+  const givesField = (field, value) => {
+    if (TEXT_FIELDS.has(field)) return holds(value);
+    return filled(value) && !(JSON_FIELDS.has(field) && typeof value === 'string' && JSON_NULL.test(value));
+  };
 
   // The psi_* attribute (and part) that keeps a combatant field, as adapters/roll20.py
   // state_attribute has it: current and maximum pairs share one attribute.

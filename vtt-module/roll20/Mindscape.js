@@ -968,7 +968,7 @@ var Mindscape = Mindscape || (() => {
   // finish: the maxima, else the current values).
   const psionicStrength = (sent) => {
     const said = storedField(sent, 'psionic');
-    const flag = said === undefined ? '' : String(said).trim().toLowerCase();
+    const flag = said === undefined ? '' : strip(said).toLowerCase();
     if (['1', 'true', 'yes', 'on'].includes(flag)) return true;
     if (['0', 'false', 'no', 'off'].includes(flag)) return false;
     const strength = (field) => {

@@ -1499,6 +1499,11 @@ test('combat-strength: spaces are what the companion strips (Python str.strip): 
   assert.deepEqual(buttons(), five);
   strength.set({ current: '\u001c5\u001f', max: '\u001c' });
   assert.deepEqual(buttons(), five);
+  // psi_psionic says so with them around its word (to_bool strips them), whatever the strengths.
+  strength.set({ current: '0', max: '0' });
+  assert.deepEqual(buttons(), ['none']);
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_psionic', current: '\u0085Yes\u001e', max: '' });
+  assert.deepEqual(buttons(), five);
 });
 
 test('attacker and defender must use the same system', () => {

@@ -819,6 +819,30 @@ test("the panel's End or Create in another GM's browser (the change marked with 
   }
 });
 
+test("a macro changes the encounter setting while End or Create here is ending the encounter in the active GM's browser: its waiting write is told once, by End or Create, not also as set elsewhere", async () => {
+  for (const by of ["end", "create"]) {
+    for (const next of setElsewhereCases()) {
+      const { t, ctl, enc } = await encounter();
+      const fenka = t.tokens.fenkaToken.actor;
+      lockPsp(fenka);
+      await ctl.resolve();
+      const owed = enc.combatants.get("fenka-tokF").profile.psp;
+      assert.equal(t.clients.gm.svc.relay.isActiveGM, true);
+      const before = t.clients.gm.notes.given.length;
+      // A meta write under way (a hold's, a deleted token's record), which End and Create
+      // wait for once they took the encounter; the macro's change lands meanwhile.
+      const landing = (async () => { await tick(1); await setElsewhere(t, next); })();
+      ctl.heldSaves.add(landing);
+      landing.finally(() => ctl.heldSaves.delete(landing));
+      if (by === "end") await ctl.end();
+      else await ctl.create([t.tokens.ulcenToken.uuid], "Next");
+      await tick();
+      const words = by === "end" ? behindWords(fenka, owed) : replacedBehindWords(fenka, owed);
+      assert.deepEqual(warningsSince(t, before), [[words, true]], `${by} ${next.id ?? "ended"}`);
+    }
+  }
+});
+
 test("a macro changes the encounter setting after a waiting write was put right on the sheet by hand: nothing is told of it", async () => {
   const { t, ctl, enc } = await encounter();
   const fenka = t.tokens.fenkaToken.actor;

@@ -456,7 +456,10 @@ export class EncounterController {
    * mark it with that encounter's id, `saveMeta`, and tell its waiting writes in the
    * browser where they were pressed), but a macro's or a script's, nobody else tells the
    * writes Foundry missed that waited in it (`held`): the active GM's client does, once
-   * (`tellSetElsewhere`). A client that saw no meta before (`seeMeta`) tells nothing.
+   * (`tellSetElsewhere`). A client that saw no meta before (`seeMeta`) tells nothing,
+   * nor one where End or Create is ending that encounter (`endedIds`): a macro's change
+   * landing while they wait for the meta writes under way or the companion leaves them
+   * telling its writes all the same (`stillOr`), so the GM is told them once.
    * The active GM's client also drops a deletion's record left on a token that is there
    * again (`clearBack`).
    * @returns {Promise<void>|null}  the telling and clearing, if any
@@ -466,7 +469,7 @@ export class EncounterController {
     const now = structuredClone(this.meta);
     this.seenMeta = now;
     if (!this.svc.relay?.isActiveGM) return null;
-    const told = !was?.id || was.id === now.id || options?.mindscape?.told === was.id
+    const told = !was?.id || was.id === now.id || options?.mindscape?.told === was.id || this.endedIds.has(was.id)
       ? null
       : this.tellSetElsewhere(was).catch((error) => this.svc.notifyError(error));
     return Promise.all([told, this.clearBack(now)]).then(() => undefined);

@@ -1469,6 +1469,37 @@ test("an undo that lands on a held sheet ends the hold: the failed write is not 
   assert.equal(psp(fenka), 30);
 });
 
+test("a macro changes the encounter setting while an undo of it is under way here, the undo then writing a waiting write's field back to what the sheet showed when that write missed: nothing is told of it (the undo's value is the one to keep)", async () => {
+  for (const next of setElsewhereCases()) {
+    const { t, ctl, gm } = await encounterWithUndo();
+    const fenka = t.tokens.fenkaToken.actor;
+    const lock = lockPsp(fenka);
+    await ctl.resolve();
+    assert.equal(psp(fenka), 30);
+    assert.deepEqual(ctl.meta.held["fenka-tokF"].write.expect, { "flags.mindscape.revised-2e.psp": 30 });
+    lock.on = false;
+    // The companion takes the undo, and answers once the macro's change landed.
+    const rpc = gm.rpc.bind(gm);
+    let release;
+    const released = new Promise((resolve) => { release = resolve; });
+    let asked;
+    const asking = new Promise((resolve) => { asked = resolve; });
+    gm.rpc = async (method, params) => {
+      if (method === "encounter.undo") { asked(); await released; }
+      return rpc(method, params);
+    };
+    const undoing = ctl.undo();
+    await asking;
+    const before = t.clients.gm.notes.given.length;
+    await setElsewhere(t, next);
+    release();
+    await undoing;
+    await tick();
+    assert.equal(psp(fenka), 30, "the undo wrote Fenka's PSPs back");
+    assert.deepEqual(warningsSince(t, before), [], next.id ?? "ended");
+  }
+});
+
 test("a later write that lands on some of a held write's fields leaves the others waiting, and they land when tried again", async () => {
   const C = "flags.mindscape.revised-2e.conditions";
   const { t, ctl, enc } = await encounter({

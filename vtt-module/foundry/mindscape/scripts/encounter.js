@@ -426,7 +426,7 @@ export class EncounterController {
     // tells a change of the setting with the new value only.
     this.seenMeta = null;
     // By encounter id, while `tellSetElsewhere` waits for its steps: the writes those
-    // steps missed and told themselves (`tellStepAfterEnd`), newer than its holds.
+    // steps made, or missed and told themselves (`tellStepAfterEnd`), newer than its holds.
     this.toldElsewhere = new Map();
   }
 
@@ -495,7 +495,9 @@ export class EncounterController {
    * that waited in encounter `was` (its meta before the setting changed outside End and
    * Create): nothing tries them again now. A step of it under way here finishes first;
    * what its own missed writes are it tells itself (`ElsewhereBehind`), and a field one of
-   * them touches is left out here, as is a field whose sheet no longer shows what it
+   * them or of its writes that landed touches is left out here (a landed one may have
+   * written back what the sheet showed when the hold's write missed, as an undo does, so
+   * the sheet alone does not show it), as is a field whose sheet no longer shows what it
    * showed when the write missed (a step's retry wrote it after all, or the GM did), and
    * a write whose document is gone (its token or actor deleted: no sheet to put right).
    * A hold without a write (the companion's) was told when it was made.
@@ -2068,10 +2070,11 @@ export class EncounterController {
   tellStepAfterEnd(meta, step, what) {
     const t = this.svc.t;
     if (!meta.id || !this.endedIds.has(meta.id)) {
-      if (!step.missed.length) return;
       // A change of the setting outside End and Create waits for this step: its holds
-      // leave out what this tells (`tellSetElsewhere`).
-      this.toldElsewhere.get(meta.id)?.push(...step.missed.map((m) => m.write));
+      // leave out what this wrote (also a value the sheet showed when the hold's write
+      // missed, as an undo writes back) and what this tells (`tellSetElsewhere`).
+      this.toldElsewhere.get(meta.id)?.push(...(step.landed ?? []).map(({ uuid, update }) => ({ uuid, update })), ...step.missed.map((m) => m.write));
+      if (!step.missed.length) return;
       const words = { what, names: namesOf(meta, step.missed.flatMap((m) => m.cids)), writes: this.writesWords(step.missed.map((m) => m.write)) };
       this.svc.notify("warn", t.format("MINDSCAPE.Encounter.ElsewhereBehind", words), { permanent: true });
       return;

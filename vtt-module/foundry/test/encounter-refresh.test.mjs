@@ -843,6 +843,24 @@ test("a macro changes the encounter setting while End or Create here is ending t
   }
 });
 
+test("End whose store of the ended encounter failed (the server refused it) leaves the encounter current: a macro's change of the setting later still tells its waiting write", async () => {
+  const { t, ctl, enc } = await encounter();
+  const fenka = t.tokens.fenkaToken.actor;
+  lockPsp(fenka);
+  await ctl.resolve();
+  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  const settings = t.clients.gm.svc.game.settings;
+  const set = settings.set.bind(settings);
+  settings.set = (ns, key, value, options) => (key === "encounter" && !value?.id ? Promise.reject(new Error("the server refused the write")) : set(ns, key, value, options));
+  await assert.rejects(ctl.end(), /the server refused the write/);
+  assert.equal(ctl.meta.id, "enc1", "the encounter is still the current one");
+  settings.set = set;
+  const before = t.clients.gm.notes.given.length;
+  await setElsewhere(t, elsewhere());
+  await tick();
+  assert.deepEqual(warningsSince(t, before), [[SET_ELSEWHERE_BEHIND(`${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}`), true]]);
+});
+
 test("a macro changes the encounter setting after a waiting write was put right on the sheet by hand: nothing is told of it", async () => {
   const { t, ctl, enc } = await encounter();
   const fenka = t.tokens.fenkaToken.actor;

@@ -457,9 +457,9 @@ export class EncounterController {
    * browser where they were pressed), but a macro's or a script's, nobody else tells the
    * writes Foundry missed that waited in it (`held`): the active GM's client does, once
    * (`tellSetElsewhere`). A client that saw no meta before (`seeMeta`) tells nothing,
-   * nor one where End or Create is ending that encounter (`endedIds`): a macro's change
-   * landing while they wait for the meta writes under way or the companion leaves them
-   * telling its writes all the same (`stillOr`), so the GM is told them once.
+   * nor one where End or Create is ending that encounter (`endingHere`): a macro's
+   * change landing while they wait for the meta writes under way or the companion leaves
+   * them telling its writes all the same (`stillOr`), so the GM is told them once.
    * The active GM's client also drops a deletion's record left on a token that is there
    * again (`clearBack`).
    * @returns {Promise<void>|null}  the telling and clearing, if any
@@ -469,10 +469,19 @@ export class EncounterController {
     const now = structuredClone(this.meta);
     this.seenMeta = now;
     if (!this.svc.relay?.isActiveGM) return null;
-    const told = !was?.id || was.id === now.id || options?.mindscape?.told === was.id || this.endedIds.has(was.id)
+    const told = !was?.id || was.id === now.id || options?.mindscape?.told === was.id || this.endingHere(was.id)
       ? null
       : this.tellSetElsewhere(was).catch((error) => this.svc.notifyError(error));
     return Promise.all([told, this.clearBack(now)]).then(() => undefined);
+  }
+
+  /**
+   * Whether End or Create, under way here (`ending`, `creating`), is ending encounter
+   * `id` (`endedIds`) and so tells its waiting writes. Not once it stopped: one whose
+   * store failed left the encounter current, and nothing here tells its writes then.
+   */
+  endingHere(id) {
+    return Boolean(this.ending || this.creating) && this.endedIds.has(id);
   }
 
   /**

@@ -107,7 +107,10 @@ def combatant_schema(tables: Mapping[str, Any]) -> JSON:
 
 
 def link_key(entry: Mapping[str, Any]) -> str:
-    """The control link an entry of ``controlling`` belongs to: its wave or its id."""
+    """The control link an entry of ``controlling`` belongs to: its wave or its id.
+    Wave labels and the ids of creatures held on their own share this one namespace, so
+    a sheet may not give a wave the id of a creature it holds on its own
+    (``cross_problems``), and the engine never does (``control.establish``)."""
     wave = entry.get("wave")
     return str(wave) if wave else str(entry["id"])
 
@@ -203,6 +206,18 @@ def cross_problems(c: Mapping[str, Any], path: str) -> list[Problem]:
         if link_kept.setdefault(key, entry["kept_by"]) != entry["kept_by"]:
             problems.append(Problem(f"{path}/controlling/{i}/kept_by",
                                     "a Psionic Wave's control is kept one way for all"))
+    # a wave named like a creature held on its own would share its link key: keeping,
+    # releasing or counting the dice of the one would do it to the other too
+    alone = {e["id"]: i for i, e in enumerate(c["controlling"]) if not e["wave"]}
+    told: set[str] = set()
+    for i, entry in enumerate(c["controlling"]):
+        wave = entry["wave"]
+        if wave and wave in alone and wave not in told:
+            told.add(wave)
+            problems.append(Problem(f"{path}/controlling/{i}/wave", (
+                f"wave label {json_text(wave)} is also the id of a creature held on its own "
+                f"({path}/controlling/{alone[wave]}/id): a wave's name must differ from "
+                "every such id, or the two links would be one")))
     # every creature held by a die has exactly one die dedicated to its link (a Psionic
     # Wave's link one for each of its creatures), and back
     die_links = Counter(link_key(e) for e in c["controlling"] if e["kept_by"] == "die")

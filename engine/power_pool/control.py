@@ -15,7 +15,7 @@ is one entry of ``controlling`` or, for a Psionic Wave, all entries sharing a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidInput, RulesViolation, json_text
@@ -184,6 +184,16 @@ def release_all(controller: Mapping[str, Any], puppets: Mapping[str, Mapping[str
     return release_links(controller, keys, puppets, ending, reason)
 
 
+def wave_label(first_id: str, taken: Collection[str]) -> str:
+    """The name of a new Psionic Wave link whose first creature is ``first_id``:
+    ``wave-<first_id>``, or with the first count from 2 on (``wave-<first_id>-2``) that
+    is not among ``taken`` (the link keys held, and ids about to be held on their own)."""
+    label, n = f"wave-{first_id}", 2
+    while label in taken:
+        label, n = f"wave-{first_id}-{n}", n + 1
+    return label
+
+
 def establish(controller: Mapping[str, Any], puppet_ids: Iterable[str], kept_by: str,
               wave: str | None) -> JSON:
     """Record control over ``puppet_ids``, kept by an action each round or by a die
@@ -193,12 +203,17 @@ def establish(controller: Mapping[str, Any], puppet_ids: Iterable[str], kept_by:
     action keeps them all (seed 001), or a die dedicated to each (the pool must hold one
     for each: ``no-die-to-dedicate``). Otherwise each creature is its own link (an
     Imagination Swarm group that lost together); kept by dice, each takes one while the
-    pool lasts and the rest are kept by action.
+    pool lasts and the rest are kept by action. A creature held on its own is keyed by
+    its id, so a wave the controller holds already under the name of such a creature is
+    named anew first (``wave_label`` after its first creature, its dice following it):
+    the two stay two links.
     """
     out = copy_json(dict(controller))
     ids = list(puppet_ids)
     if not ids:
         return out
+    if wave is None:
+        _rename_waves(out, ids)
     if kept_by == "die" and out["pool"] < (len(ids) if wave is not None else 1):
         raise RulesViolation("no-die-to-dedicate",
                              f"{out['name']} has too few dice in its pool to keep control with")
@@ -216,6 +231,22 @@ def establish(controller: Mapping[str, Any], puppet_ids: Iterable[str], kept_by:
             out["pool"] -= 1
             out["dedicated"].append({"purpose": CONTROL_PURPOSE, "target": pid})
     return out
+
+
+def _rename_waves(out: JSON, ids: Sequence[str]) -> None:
+    """Name anew, in ``out``, each wave whose name is one of ``ids`` (creatures about to
+    be held on their own), with the dice dedicated to it."""
+    clashing = {e["wave"] for e in out["controlling"] if e.get("wave") and e["wave"] in ids}
+    for old in sorted(clashing):
+        first = next(e["id"] for e in out["controlling"] if e.get("wave") == old)
+        taken = {link_key(e) for e in out["controlling"]} | set(ids)
+        new = wave_label(first, taken)
+        for e in out["controlling"]:
+            if e.get("wave") == old:
+                e["wave"] = new
+        for d in out["dedicated"]:
+            if d["purpose"] == CONTROL_PURPOSE and d["target"] == old:
+                d["target"] = new
 
 
 def keep_by(controller: Mapping[str, Any], target_id: str, by: str) -> JSON:

@@ -738,11 +738,8 @@ def resolve_plan(tables: Mapping[str, Any], plan: Plan, dice: DiceSource) -> Res
                 now[side.id] = c
             wave = None
             if mode.get("several_targets") and controlled:
-                keys = {link_key(e) for e in now[aid]["controlling"]}
-                wave = f"wave-{controlled[0]}"
-                n = 2
-                while wave in keys:
-                    wave, n = f"wave-{controlled[0]}-{n}", n + 1
+                wave = control.wave_label(
+                    controlled[0], {link_key(e) for e in now[aid]["controlling"]})
             kept_by = plan.keep_by
             if wave is not None and kept_by == "die" and now[aid]["pool"] < len(controlled):
                 # Only secret choices get here (build_plan refuses another): joins the

@@ -619,6 +619,50 @@ def test_a_new_wave_s_link_is_named_apart_from_the_links_held() -> None:
         "wave-b", "wave-b-2", "wave-b-3", "wave-b-3"]
 
 
+def test_a_creature_held_on_its_own_whose_id_is_a_wave_s_name_is_a_link_of_its_own() -> None:
+    """RULES.md 3.4: a wave's creatures are one link, released all together; any other
+    creature is a link of its own. A controller holding the wave "wave-b" that takes on
+    its own a creature whose id is "wave-b" holds two links: the wave is named anew
+    (the next count, as a new wave would be), so releasing or keeping the one leaves
+    the other as it was."""
+    a = psionic("A", 4, 6, controlling=[{"id": "b", "kept_by": "action", "wave": "wave-b"},
+                                        {"id": "c", "kept_by": "action", "wave": "wave-b"}])
+    res = exchange(a, psionic("Wave B", 1, 4), {"mode": "mental-stab", "keep_by": "die"},
+                   dice={"attack": [6] * 4, "defense": [1]})
+    assert after(res, "wave-b")["controlled_by"] == "a"
+    held = after(res, "a")
+    assert held["controlling"] == [{"id": "b", "kept_by": "action", "wave": "wave-b-2"},
+                                   {"id": "c", "kept_by": "action", "wave": "wave-b-2"},
+                                   {"id": "wave-b", "kept_by": "die", "wave": None}]
+    assert held["dedicated"] == [{"purpose": "control", "target": "wave-b"}]
+    assert SYSTEM.combatant(held) == held  # a sheet that reads back as it is
+    assert ctl.links(held) == [
+        {"targets": ["b", "c"], "kept_by": "action", "wave": "wave-b-2"},
+        {"targets": ["wave-b"], "kept_by": "die", "wave": None}]
+    let_go, _, events = ctl.release(held, "wave-b", {}, ENDING)
+    assert [e.combatant for e in events] == ["wave-b"]
+    assert [e["id"] for e in let_go["controlling"]] == ["b", "c"] and let_go["pool"] == 4
+    by_action = ctl.keep_by(held, "wave-b", "action")
+    assert [e["kept_by"] for e in by_action["controlling"]] == ["action"] * 3
+    assert by_action["dedicated"] == [] and by_action["pool"] == 4
+    by_dice = ctl.keep_by(held, "b", "die")
+    assert [e["kept_by"] for e in by_dice["controlling"]] == ["die"] * 3
+    assert by_dice["pool"] == 1 and SYSTEM.combatant(by_dice) == by_dice
+    # establishing several on their own, the wave's new name passes by each of them
+    both = ctl.establish(SYSTEM.combatant(a), ["wave-b", "wave-b-2"], "action", None)
+    assert [e["wave"] for e in both["controlling"]] == ["wave-b-3", "wave-b-3", None, None]
+
+
+def test_a_new_wave_is_named_apart_from_a_creature_held_on_its_own() -> None:
+    """RULES.md 3.4: a new wave whose name is the id of a creature held on its own is
+    named with the next count, so the two stay two links."""
+    a = psionic("A", 4, 6, controlling=[{"id": "wave-b", "kept_by": "action"}])
+    res = exchange(a, psionic("B", 1, 4), {"mode": "psionic-wave"},
+                   defenders=[psionic("E", 1, 4)], dice={"attack": [6] * 4, "defense": [1, 1]})
+    assert [e["wave"] for e in after(res, "a")["controlling"]] == [None, "wave-b-2",
+                                                                   "wave-b-2"]
+
+
 def test_psionic_wave_group_loses_together() -> None:
     res = exchange(psionic("A", 2, 4), psionic("B", 1, 4), {"mode": "psionic-wave"},
                    defenders=[psionic("C", 1, 4)], dice={"attack": [2, 2], "defense": [3, 2]})
@@ -1222,6 +1266,17 @@ def test_a_sheet_s_own_control_links_are_refused_when_they_disagree() -> None:
                      "controlling": [{"id": "y", "kept_by": "die", "wave": "w"},
                                      {"id": "z", "kept_by": "action", "wave": "w"}]}) == [
         ("/attacker/controlling/1/kept_by", "a Psionic Wave's control is kept one way for all")]
+    # a wave named with the id of a creature held on its own would make the two one link
+    assert refusals({**x, "controlling": [{"id": "w", "kept_by": "action"},
+                                          {"id": "y", "kept_by": "action", "wave": "w"},
+                                          {"id": "z", "kept_by": "action", "wave": "w"}]}) == [
+        ("/attacker/controlling/1/wave", 'wave label "w" is also the id of a creature held on '
+         "its own (/attacker/controlling/0/id): a wave's name must differ from every such "
+         "id, or the two links would be one")]
+    # ids of a wave's own creatures may be anything, its own name included
+    c = SYSTEM.combatant({**x, "controlling": [{"id": "w", "kept_by": "action", "wave": "w"},
+                                               {"id": "v", "kept_by": "action", "wave": "u"}]})
+    assert [link["wave"] for link in ctl.links(c)] == ["w", "u"]
     # an empty wave label is no wave: each creature is its own link
     c = SYSTEM.combatant({**x, "pool": 1, "dedicated": [{"purpose": "control", "target": "y"}],
                           "controlling": [{"id": "y", "kept_by": "die", "wave": ""},

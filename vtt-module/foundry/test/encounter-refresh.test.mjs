@@ -1085,17 +1085,24 @@ test("End pressed while the companion resolves: the stored step is still written
   assert.deepEqual(warningsSince(t, before), [[`The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true]]);
 });
 
-test("the current encounter changed outside this browser (another GM's End or Create, a macro) while the companion resolves: a write Foundry misses is told as one to put right by hand, without saying that the encounter ended", async () => {
-  for (const next of setElsewhereCases()) {
-    const { t, ctl, enc, release, fenka, resolving } = await resolvingFenkaLocked();
-    await setElsewhere(t, next);
-    const before = t.clients.gm.notes.given.length;
-    release();
-    await resolving;
-    const owed = enc.combatants.get("fenka-tokF").profile.psp;
-    assert.equal(psp(t.actors.ulcen), 32, "the step the companion stored is written");
-    assert.deepEqual(ctl.meta, next, "the current encounter is left as it was set");
-    assert.deepEqual(warningsSince(t, before), [[`The encounter was no longer the current one when the step finished (it was ended or replaced outside this browser), so a write-back missed by the sheet of Fenka will not be tried again: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true]], next.id ?? "ended");
+test("the current encounter changed outside this browser (another GM's End or Create, a macro) while the companion resolves: a write Foundry misses is told as one to put right by hand, without saying that the encounter ended; for a macro's change, in the words of the notice of the writes it left waiting", async () => {
+  for (const macro of [false, true]) {
+    for (const next of setElsewhereCases()) {
+      const { t, ctl, enc, release, fenka, resolving } = await resolvingFenkaLocked();
+      // Another GM's End or Create marks its change with the encounter it ends or replaces.
+      await t.clients.gm.svc.game.settings.set("mindscape", "encounter", next, macro ? {} : { mindscape: { told: "enc1" } });
+      const before = t.clients.gm.notes.given.length;
+      release();
+      await resolving;
+      await tick();
+      const owed = enc.combatants.get("fenka-tokF").profile.psp;
+      assert.equal(psp(t.actors.ulcen), 32, "the step the companion stored is written");
+      assert.deepEqual(ctl.meta, next, "the current encounter is left as it was set");
+      const words = macro
+        ? SET_ELSEWHERE_BEHIND(`${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}`)
+        : `The encounter was no longer the current one when the step finished (it was ended or replaced outside this browser), so a write-back missed by the sheet of Fenka will not be tried again: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`;
+      assert.deepEqual(warningsSince(t, before), [[words, true]], `${macro ? "macro" : "End or Create"} ${next.id ?? "ended"}`);
+    }
   }
 });
 
@@ -1231,7 +1238,7 @@ async function endWhileResolving({ slowDelete = false } = {}) {
   return { ...table, fenka, owed, finish, deleted, deleteAsked };
 }
 
-test("a macro changes the encounter setting while a step of it is under way here: its waiting write is told once the step finished, without a field the step wrote or told as missed with a newer value", async () => {
+test("a macro changes the encounter setting while a step of it is under way here: its waiting write is told once the step finished, without a field the step wrote, and with the newer value of a field the step missed too", async () => {
   for (const lands of [false, true]) {
     for (const next of setElsewhereCases()) {
       const { t, fenka, owed, finish } = await endWhileResolving();
@@ -1242,9 +1249,26 @@ test("a macro changes the encounter setting while a step of it is under way here
       const now = await finish({ lands });
       await tick();
       assert.notEqual(now, owed);
-      const step = `The encounter was no longer the current one when the step finished (it was ended or replaced outside this browser), so a write-back missed by the sheet of Fenka will not be tried again: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${now}).`;
-      assert.deepEqual(warningsSince(t, before), lands ? [] : [[step, true]], `${lands} ${next.id ?? "ended"}`);
+      assert.deepEqual(warningsSince(t, before), lands ? [] : [[SET_ELSEWHERE_BEHIND(`${fenka.uuid}: flags.mindscape.revised-2e.psp = ${now}`), true]], `${lands} ${next.id ?? "ended"}`);
     }
+  }
+});
+
+test("a macro changes the encounter setting while a step of it is under way here, which then misses a write too: one notice that stays tells the waiting writes and the step's, as set outside End and Create, not a second one saying the encounter was ended or replaced in another browser", async () => {
+  for (const next of setElsewhereCases()) {
+    const { t, ctl, fenka, finish } = await endWhileResolving();
+    const goblin = t.tokens.goblinToken.actor;
+    // A write Foundry missed on the goblin's sheet waits too (the step does not touch that sheet).
+    const path = "flags.mindscape.revised-2e.psp";
+    await ctl.saveMeta({ ...ctl.meta, held: { ...ctl.meta.held, "goblin-tokG": { write: { uuid: goblin.uuid, update: { [path]: 3 }, expect: { [path]: psp(goblin) } } } } });
+    const before = t.clients.gm.notes.given.length;
+    await setElsewhere(t, next);
+    const now = await finish();
+    await tick();
+    assert.deepEqual(warningsSince(t, before), [[
+      `The encounter stopped being the current one without the encounter panel's End or Create (a macro or a script changed the world's encounter setting), before a write-back missed by the sheet of Fenka, Goblin could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: ${path} = ${now}; ${goblin.uuid}: ${path} = 3).`,
+      true,
+    ]], next.id ?? "ended");
   }
 });
 

@@ -425,9 +425,10 @@ export class EncounterController {
     // The encounter's meta as this client last saw it (`seeMeta`, `encounterSet`): Foundry
     // tells a change of the setting with the new value only.
     this.seenMeta = null;
-    // By encounter id, while `tellSetElsewhere` waits for its steps: the writes those
-    // steps made, or missed and told themselves (`tellStepAfterEnd`), newer than its holds.
-    this.toldElsewhere = new Map();
+    // By encounter id, while `tellSetElsewhere` waits for its steps: what those steps
+    // did (`tellStepAfterEnd`: `{landed, missed}`, as `foldStep` takes), in the order they
+    // finished, newer than its holds and told with them.
+    this.setElsewhereSteps = new Map();
   }
 
   get game() { return this.svc.game; }
@@ -502,35 +503,38 @@ export class EncounterController {
   /**
    * Tell the GM, in a notice that stays (`SetElsewhereBehind`), the writes Foundry missed
    * that waited in encounter `was` (its meta before the setting changed outside End and
-   * Create): nothing tries them again now. A step of it under way here finishes first;
-   * what its own missed writes are it tells itself (`ElsewhereBehind`), and a field one of
-   * them or of its writes that landed touches is left out here (a landed one may have
-   * written back what the sheet showed when the hold's write missed, as an undo does, so
-   * the sheet alone does not show it), as is a field whose sheet no longer shows what it
-   * showed when the write missed (a step's retry wrote it after all, or the GM did), and
-   * a write whose document is gone (its token or actor deleted: no sheet to put right).
-   * A hold without a write (the companion's) was told when it was made.
+   * Create): nothing tries them again now. A step of it under way here finishes first, and
+   * is folded in after them as at End (`foldStep`): a field it wrote is left out (it may
+   * have written back what the sheet showed when the hold's write missed, as an undo
+   * does, so the sheet alone does not show it), and a write it missed is told in the same
+   * notice, its value the newer, rather than in one of its own (`tellStepAfterEnd`) whose
+   * "ended or replaced outside this browser" would say otherwise of the same change. Also
+   * left out: a field whose sheet no longer shows what it showed when the write missed (a
+   * step's retry wrote it after all, or the GM did), and a write whose document is gone
+   * (its token or actor deleted: no sheet to put right). A hold without a write (the
+   * companion's) was told when it was made.
    */
   async tellSetElsewhere(was) {
-    const told = [];
-    this.toldElsewhere.set(was.id, told);
+    const steps = [];
+    this.setElsewhereSteps.set(was.id, steps);
     try {
       while (this.stepsUnderWay.has(was.id)) await Promise.allSettled([...this.stepRuns]);
     } finally {
-      this.toldElsewhere.delete(was.id);
+      this.setElsewhereSteps.delete(was.id);
     }
-    const lacking = [];
-    for (const [cid, hold] of Object.entries(was.held ?? {})) {
-      const write = hold?.write;
-      const doc = write ? await this.svc.env.fromUuid(write.uuid).catch(() => null) : null;
-      if (!doc) continue;
-      const changed = setPaths(write.update).filter((path) => JSON.stringify(valueAt(doc, path) ?? null) !== JSON.stringify(write.expect?.[path] ?? null));
-      let left = changed.length ? withoutWritten(write, Object.fromEntries(changed.map((path) => [path, null]))) : write;
-      for (const later of told.filter((w) => w.uuid === write.uuid)) left = left && withoutWritten(left, later.update);
-      if (left) lacking.push([cid, left]);
+    const behind = new Map();
+    foldStep(behind, { missed: Object.entries(was.held ?? {}).filter(([, hold]) => hold?.write).map(([cid, hold]) => ({ cids: [cid], write: hold.write })) });
+    for (const step of steps) foldStep(behind, step);
+    for (const [uuid, { cids, write }] of behind) {
+      const doc = await this.svc.env.fromUuid(uuid).catch(() => null);
+      const changed = doc ? setPaths(write.update).filter((path) => JSON.stringify(valueAt(doc, path) ?? null) !== JSON.stringify(write.expect?.[path] ?? null)) : [];
+      const left = !doc ? null : changed.length ? withoutWritten(write, Object.fromEntries(changed.map((path) => [path, null]))) : write;
+      if (left) behind.set(uuid, { cids, write: left });
+      else behind.delete(uuid);
     }
-    if (!lacking.length) return;
-    this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.SetElsewhereBehind", { names: namesOf(was, lacking.map(([cid]) => cid)), writes: this.writesWords(lacking.map(([, w]) => w)) }), { permanent: true });
+    if (!behind.size) return;
+    const told = [...behind.values()];
+    this.svc.notify("warn", this.svc.t.format("MINDSCAPE.Encounter.SetElsewhereBehind", { names: namesOf(was, told.flatMap((b) => b.cids)), writes: this.writesWords(told.map((b) => b.write)) }), { permanent: true });
   }
 
   /**
@@ -2074,15 +2078,21 @@ export class EncounterController {
    * set another current encounter. Nothing here knows which, and no End here tells its
    * writes, so the writes this step missed are told at once, in words that say only that
    * (`ElsewhereBehind`); no notice here told any of its fields before, so none is
-   * corrected (a notice in the browser that ended it is not known here).
+   * corrected (a notice in the browser that ended it is not known here). But a macro's
+   * change, in the active GM's client, waits for this step to tell the encounter's
+   * holds (`tellSetElsewhere`): it takes the step and tells its missed writes with them,
+   * in one notice, as made outside End and Create.
    */
   tellStepAfterEnd(meta, step, what) {
     const t = this.svc.t;
     if (!meta.id || !this.endedIds.has(meta.id)) {
-      // A change of the setting outside End and Create waits for this step: its holds
-      // leave out what this wrote (also a value the sheet showed when the hold's write
-      // missed, as an undo writes back) and what this tells (`tellSetElsewhere`).
-      this.toldElsewhere.get(meta.id)?.push(...(step.landed ?? []).map(({ uuid, update }) => ({ uuid, update })), ...step.missed.map((m) => m.write));
+      // A change of the setting outside End and Create that waits for this step tells
+      // what it did with the encounter's holds, in one notice (`tellSetElsewhere`).
+      const waiting = this.setElsewhereSteps.get(meta.id);
+      if (waiting) {
+        waiting.push(step);
+        return;
+      }
       if (!step.missed.length) return;
       const words = { what, names: namesOf(meta, step.missed.flatMap((m) => m.cids)), writes: this.writesWords(step.missed.map((m) => m.write)) };
       this.svc.notify("warn", t.format("MINDSCAPE.Encounter.ElsewhereBehind", words), { permanent: true });

@@ -110,7 +110,18 @@ for (const generation of [12, 13]) {
     // The relay answers from "init" (a query whose handler is missing is never answered).
     if (generation >= 13) assert.equal(typeof c.CONFIG.queries["mindscape.attack"], "function", "queries registered at init");
     assert.equal(c.listeners.get("module.mindscape")?.length, 1, "socket listener registered at init");
+    // The encounter stored when this client loads (another client's), which a change of
+    // the setting replaces: the controller notes it at ready.
+    const loaded = { id: "enc0", system: "revised-2e", name: "Vault", combatants: {} };
+    c.game.settings.shared.set("mindscape.encounter", structuredClone(loaded));
     for (const fn of c.Hooks.events.get("ready")) fn();
+    assert.deepEqual(boot.svc.encounters.seenMeta, loaded);
+    // A change of the encounter setting reaches the controller with the options its
+    // writer gave (End's and Create's mark of the encounter they tell, `saveMeta`).
+    const heard = [];
+    boot.svc.encounters.encounterSet = (options) => { heard.push(options); return null; };
+    await c.game.settings.set("mindscape", "encounter", {}, { mindscape: { told: "enc0" } });
+    assert.deepEqual(heard, [{ mindscape: { told: "enc0" } }]);
     const api = c.game.modules.get("mindscape").api;
     const calls = ["resolve", "odds", "openEncounter", "configureActor", "endRound", "rest", "refreshEncounter"];
     assert.deepEqual(calls.filter((k) => typeof api[k] === "function"), calls);

@@ -503,16 +503,16 @@ export class EncounterController {
   /**
    * Tell the GM, in a notice that stays (`SetElsewhereBehind`), the writes Foundry missed
    * that waited in encounter `was` (its meta before the setting changed outside End and
-   * Create): nothing tries them again now. A step of it under way here finishes first, and
-   * is folded in after them as at End (`foldStep`): a field it wrote is left out (it may
-   * have written back what the sheet showed when the hold's write missed, as an undo
-   * does, so the sheet alone does not show it), and a write it missed is told in the same
-   * notice, its value the newer, rather than in one of its own (`tellStepAfterEnd`) whose
-   * "ended or replaced outside this browser" would say otherwise of the same change. Also
-   * left out: a field whose sheet no longer shows what it showed when the write missed (a
-   * step's retry wrote it after all, or the GM did), and a write whose document is gone
-   * (its token or actor deleted: no sheet to put right). A hold without a write (the
-   * companion's) was told when it was made.
+   * Create): nothing tries them again now. A held field whose sheet no longer shows what
+   * it showed when the write missed is left out (a step's retry wrote it after all, or
+   * the GM did). A step of it under way here finishes first, and is folded in after them
+   * as at End (`foldStep`): a field it wrote is left out (it may have written back what
+   * the sheet showed when the hold's write missed, as an undo does, so the sheet alone
+   * does not show it), and a write it missed is told in the same notice, its value the
+   * newer, rather than in one of its own (`tellStepAfterEnd`) whose "ended or replaced
+   * outside this browser" would say otherwise of the same change. A write whose document
+   * is gone (its token or actor deleted: no sheet to put right) is left out too. A hold
+   * without a write (the companion's) was told when it was made.
    */
   async tellSetElsewhere(was) {
     const steps = [];
@@ -523,14 +523,17 @@ export class EncounterController {
       this.setElsewhereSteps.delete(was.id);
     }
     const behind = new Map();
-    foldStep(behind, { missed: Object.entries(was.held ?? {}).filter(([, hold]) => hold?.write).map(([cid, hold]) => ({ cids: [cid], write: hold.write })) });
+    for (const [cid, hold] of Object.entries(was.held ?? {})) {
+      const write = hold?.write;
+      const doc = write ? await this.svc.env.fromUuid(write.uuid).catch(() => null) : null;
+      if (!doc) continue;
+      const changed = setPaths(write.update).filter((path) => JSON.stringify(valueAt(doc, path) ?? null) !== JSON.stringify(write.expect?.[path] ?? null));
+      const left = changed.length ? withoutWritten(write, Object.fromEntries(changed.map((path) => [path, null]))) : write;
+      if (left) foldStep(behind, { missed: [{ cids: [cid], write: left }] });
+    }
     for (const step of steps) foldStep(behind, step);
-    for (const [uuid, { cids, write }] of behind) {
-      const doc = await this.svc.env.fromUuid(uuid).catch(() => null);
-      const changed = doc ? setPaths(write.update).filter((path) => JSON.stringify(valueAt(doc, path) ?? null) !== JSON.stringify(write.expect?.[path] ?? null)) : [];
-      const left = !doc ? null : changed.length ? withoutWritten(write, Object.fromEntries(changed.map((path) => [path, null]))) : write;
-      if (left) behind.set(uuid, { cids, write: left });
-      else behind.delete(uuid);
+    for (const uuid of behind.keys()) {
+      if (!(await this.svc.env.fromUuid(uuid).catch(() => null))) behind.delete(uuid);
     }
     if (!behind.size) return;
     const told = [...behind.values()];

@@ -2458,6 +2458,32 @@ test("the encounter replaced outside this browser by one holding some of the sam
   assert.deepEqual(warningsSince(none.t, at), [[notAddedElsewhere.none("Goblin"), true]], "none current");
 });
 
+test("the encounter replaced outside this browser by one holding every creature add was adding (another GM's Create from the same tokens): the GM is told only that they are in the current encounter already, not told to add them and then not to", async () => {
+  const all = (names) => `The encounter stopped being the current one outside this browser (it was ended or replaced there) while ${names} were being added to it, but the encounter current now has them already: there is nothing more to add.`;
+  // The companion, which still knows the encounter, takes Fenka; Ulcen is skipped as in it.
+  const { t, ctl, gate, count } = slowAdds(Infinity);
+  await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
+  gate.from = count() + 1;
+  const next = elsewhereWith(t.tokens.fenkaToken, t.tokens.ulcenToken);
+  let before = t.clients.gm.notes.given.length;
+  const adding = ctl.add([t.tokens.fenkaToken.uuid, t.tokens.ulcenToken.uuid]);
+  for (let i = 0; i < 20 && count() < gate.from; i++) await tick(1);
+  await setElsewhere(t, next);
+  gate.answer();
+  await adding;
+  assert.deepEqual(ctl.meta, next, "what was set elsewhere stays");
+  assert.deepEqual(t.clients.gm.notes.given.slice(before).map((n) => [n.kind, n.text, n.options?.permanent ?? false]), [["info", all("Fenka, Ulcen of Tyr"), false]], "taken");
+  // The companion, which no longer knows the encounter, refuses the goblin, the first token sent.
+  const meanwhile = async (t) => {
+    await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });
+    await setElsewhere(t, elsewhereWith(t.tokens.goblinToken, t.tokens.ulcenToken));
+  };
+  const refused = await failingGoblinAdd({ fail: ADD_FAILURES["an encounter the companion no longer knows, which nobody here ended (NotFound)"].fail, meanwhile });
+  before = refused.t.clients.gm.notes.given.length;
+  await refused.ctl.add([refused.t.tokens.goblinToken.uuid, refused.t.tokens.ulcenToken.uuid]);
+  assert.deepEqual(refused.t.clients.gm.notes.given.slice(before).map((n) => [n.kind, n.text]), [["info", all("Goblin, Ulcen of Tyr")]], "none taken");
+});
+
 test("the encounter ended or replaced outside this browser while tokens are added, the companion refusing the first token sent as it no longer knows it: a selected token after that one whose creature is already in that encounter is named as such, as one before it would be", async () => {
   const meanwhile = async (t) => {
     await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });

@@ -762,8 +762,10 @@ export class EncounterController {
    * "Already in the encounter" notice add gives otherwise would let the GM think them
    * in the current one. Those whose creature is in the encounter current now (the same
    * tokens added there, say by another GM) are named last (`ElsewhereInCurrent`): adding
-   * them as the notice says would only tell the GM they are in already. Says nothing
-   * when no token was taken, refused or skipped.
+   * them as the notice says would only tell the GM they are in already. When that is
+   * every one of them, the GM has nothing to do, and is told only so, in a notice that
+   * goes away (`ElsewhereAllInCurrent`): the notice that stays would tell them to add
+   * each, then not to. Says nothing when no token was taken, refused or skipped.
    */
   tellAddedElsewhere(meta, sent, { unsent, already, now }) {
     const { t } = this.svc;
@@ -772,6 +774,14 @@ export class EncounterController {
     const taken = sent.map((cid) => ({ name: meta.combatants[cid]?.name ?? cid, key: meta.combatants[cid]?.actorUuid }));
     const takenKeys = new Set(taken.map((x) => x.key));
     const skipped = already.filter((a) => !takenKeys.has(a.key));
+    const named = [...taken, ...unsent, ...skipped];
+    const inNow = new Set(Object.values(now.combatants ?? {}).map((c) => c?.actorUuid));
+    const there = named.filter((x) => x.key && inNow.has(x.key));
+    if (named.length && there.length === named.length) {
+      // Every one is in the encounter current now: nothing to add, nothing to take back.
+      this.svc.notify("info", t.format("MINDSCAPE.Encounter.ElsewhereAllInCurrent", { names: namesOnce(named) }));
+      return;
+    }
     const words = [];
     if (sent.length) {
       words.push(t.format(pick("MINDSCAPE.Encounter.AddedElsewhereNone", "MINDSCAPE.Encounter.AddedElsewhereOther"), { names: namesOf(meta, sent) }));
@@ -784,8 +794,6 @@ export class EncounterController {
       return;
     }
     if ((sent.length || unsent.length) && skipped.length) words.push(t.format("MINDSCAPE.Encounter.AddedElsewhereAlready", { names: namesOnce(skipped) }));
-    const inNow = new Set(Object.values(now.combatants ?? {}).map((c) => c?.actorUuid));
-    const there = [...taken, ...unsent, ...skipped].filter((x) => x.key && inNow.has(x.key));
     if (there.length) words.push(t.format("MINDSCAPE.Encounter.ElsewhereInCurrent", { names: namesOnce(there) }));
     this.svc.notify("warn", words.join(" "), { permanent: true });
   }

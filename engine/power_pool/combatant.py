@@ -207,8 +207,10 @@ def cross_problems(c: Mapping[str, Any], path: str) -> list[Problem]:
             problems.append(Problem(f"{path}/controlling/{i}/kept_by",
                                     "a Psionic Wave's control is kept one way for all"))
     # a wave named like a creature held on its own would share its link key: keeping,
-    # releasing or counting the dice of the one would do it to the other too
-    alone = {e["id"]: i for i, e in enumerate(c["controlling"]) if not e["wave"]}
+    # releasing or counting the dice of the one would do it to the other too. The message
+    # names no other place: an adapter moves the problem's path to where it read the
+    # field, and a path written into the text would point into the combatant it built.
+    alone = {e["id"] for e in c["controlling"] if not e["wave"]}
     told: set[str] = set()
     for i, entry in enumerate(c["controlling"]):
         wave = entry["wave"]
@@ -216,8 +218,9 @@ def cross_problems(c: Mapping[str, Any], path: str) -> list[Problem]:
             told.add(wave)
             problems.append(Problem(f"{path}/controlling/{i}/wave", (
                 f"wave label {json_text(wave)} is also the id of a creature held on its own "
-                f"({path}/controlling/{alone[wave]}/id): a wave's name must differ from "
-                "every such id, or the two links would be one")))
+                "in the same controlling: a wave's name must differ from every such id, or "
+                "the two links would be one (rename the wave, and the target of each die "
+                "dedicated to it)")))
     # every creature held by a die has exactly one die dedicated to its link (a Psionic
     # Wave's link one for each of its creatures), and back
     die_links = Counter(link_key(e) for e in c["controlling"] if e["kept_by"] == "die")

@@ -5,6 +5,7 @@ applied as Foundry applies them, import again."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from engine import builtin_systems
@@ -264,6 +265,31 @@ async def test_adapters_import_points_inside_an_object_read_from_the_flags(
     error = await rpc.error("adapters.import", {"adapter": "roll20.adnd2e-revised",
                                                 "system": "power-pool", "data": sheet})
     assert [p["path"] for p in error["data"]["errors"]] == ["/data/attribs/6/current"]
+
+
+async def test_a_wave_named_like_a_creature_held_on_its_own_is_refused_in_the_sheet_s_terms(
+        rpc: Rpc) -> None:
+    """COMBATANTS.md: a `wave` label equal to the id of a creature held on its own is
+    -32602 at that `wave`. The adapter reports it where it read `controlling` (Roll20:
+    the attribute, Foundry: the entry in the flags), and the message points at no place
+    of the combatant the adapter built, which is not the data the GM sent: it names the
+    clash by the label and says what to change."""
+    held = [{"id": "w", "kept_by": "action"}, {"id": "y", "kept_by": "action", "wave": "w"}]
+    told = ('wave label "w" is also the id of a creature held on its own in the same '
+            "controlling: a wave's name must differ from every such id, or the two links "
+            "would be one (rename the wave, and the target of each die dedicated to it)")
+    aboleth = load("foundry/dnd5e/aboleth.json")
+    aboleth["flags"]["mindscape"] = {"power-pool": {"psionic": True, "controlling": held}}
+    error = await rpc.error("adapters.import", {"adapter": "foundry.dnd5e",
+                                                "system": "power-pool", "data": aboleth})
+    assert error["data"]["errors"] == [
+        {"path": "/data/flags/mindscape/power-pool/controlling/1/wave", "message": told}]
+    sheet = roll20_psionicist("30", "30")
+    sheet["attribs"].append({"name": "psi_controlling", "current": json.dumps(held)})
+    error = await rpc.error("adapters.import", {"adapter": "roll20.adnd2e-revised",
+                                                "system": "power-pool", "data": sheet})
+    assert error["data"]["errors"] == [
+        {"path": f"/data/attribs/{len(sheet['attribs']) - 1}/current", "message": told}]
 
 
 async def test_adapters_import_reports_every_refused_value_each_at_its_place(

@@ -651,6 +651,12 @@ def test_a_creature_held_on_its_own_whose_id_is_a_wave_s_name_is_a_link_of_its_o
     # establishing several on their own, the wave's new name passes by each of them
     both = ctl.establish(SYSTEM.combatant(a), ["wave-b", "wave-b-2"], "action", None)
     assert [e["wave"] for e in both["controlling"]] == ["wave-b-3", "wave-b-3", None, None]
+    # a wave the sheet named by hand is named anew as the engine names a wave
+    hand = SYSTEM.combatant(psionic("A", 4, 6, controlling=[
+        {"id": "y", "kept_by": "action", "wave": "w"}, {"id": "z", "kept_by": "action",
+                                                        "wave": "w"}]))
+    assert [e["wave"] for e in ctl.establish(hand, ["w"], "action", None)["controlling"]] == [
+        "wave-y", "wave-y", None]
 
 
 def test_a_new_wave_is_named_apart_from_a_creature_held_on_its_own() -> None:
@@ -1271,8 +1277,9 @@ def test_a_sheet_s_own_control_links_are_refused_when_they_disagree() -> None:
                                           {"id": "y", "kept_by": "action", "wave": "w"},
                                           {"id": "z", "kept_by": "action", "wave": "w"}]}) == [
         ("/attacker/controlling/1/wave", 'wave label "w" is also the id of a creature held on '
-         "its own (/attacker/controlling/0/id): a wave's name must differ from every such "
-         "id, or the two links would be one")]
+         "its own in the same controlling: a wave's name must differ from every such id, or "
+         "the two links would be one (rename the wave, and the target of each die dedicated "
+         "to it)")]
     # ids of a wave's own creatures may be anything, its own name included
     c = SYSTEM.combatant({**x, "controlling": [{"id": "w", "kept_by": "action", "wave": "w"},
                                                {"id": "v", "kept_by": "action", "wave": "u"}]})

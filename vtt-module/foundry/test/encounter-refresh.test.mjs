@@ -1272,6 +1272,25 @@ test("a macro changes the encounter setting while a step of it is under way here
   }
 });
 
+test("a macro changes the encounter setting while a step of it is under way here and a step of another encounter too (an earlier one's resolve still waiting for the GM's physical dice): its waiting writes are told once its own step finished, not after the other's", async () => {
+  for (const next of setElsewhereCases()) {
+    const { t, ctl, fenka, finish } = await endWhileResolving();
+    // The other encounter's step, under way until the GM rolls the dice.
+    let roll;
+    const rolled = new Promise((resolve) => { roll = resolve; });
+    const other = ctl.stepOf("enc0", () => rolled);
+    const before = t.clients.gm.notes.given.length;
+    await setElsewhere(t, next);
+    const now = await finish();
+    await tick();
+    assert.deepEqual(warningsSince(t, before), [[SET_ELSEWHERE_BEHIND(`${fenka.uuid}: flags.mindscape.revised-2e.psp = ${now}`), true]], next.id ?? "ended");
+    roll();
+    await other;
+    await tick();
+    assert.equal(warningsSince(t, before).length, 1, "told once");
+  }
+});
+
 test("End told a waiting write by hand, and a step finishing after End then writes that field: the GM is told, in a notice that stays, that it is written now and needs no hand", async () => {
   const { t, ctl, fenka, owed, finish } = await endWhileResolving();
   const before = t.clients.gm.notes.given.length;

@@ -420,8 +420,9 @@ export class EncounterController {
     // (`tokenDeleted`): known here at once, while the record in the encounter's meta
     // (`deletedLinked`, which lasts through a reload) is still being stored.
     this.deletedTokens = new Map();
-    // The steps under way (`stepOf`), any encounter's: what `tellSetElsewhere` waits for.
-    this.stepRuns = new Set();
+    // By encounter id, the steps of it under way (`stepOf`): what `tellSetElsewhere` waits
+    // for, and only those of the encounter it tells of.
+    this.stepRuns = new Map();
     // The encounter's meta as this client last saw it (`seeMeta`, `encounterSet`): Foundry
     // tells a change of the setting with the new value only.
     this.seenMeta = null;
@@ -518,7 +519,7 @@ export class EncounterController {
     const steps = [];
     this.setElsewhereSteps.set(was.id, steps);
     try {
-      while (this.stepsUnderWay.has(was.id)) await Promise.allSettled([...this.stepRuns]);
+      while (this.stepsUnderWay.has(was.id)) await Promise.allSettled([...(this.stepRuns.get(was.id) ?? [])]);
     } finally {
       this.setElsewhereSteps.delete(was.id);
     }
@@ -2033,13 +2034,16 @@ export class EncounterController {
    */
   async stepOf(id, step) {
     this.stepsUnderWay.set(id, (this.stepsUnderWay.get(id) ?? 0) + 1);
+    const runs = this.stepRuns.get(id) ?? new Set();
+    this.stepRuns.set(id, runs);
     let run = null;
     try {
       run = step();
-      this.stepRuns.add(run);
+      runs.add(run);
       return await run;
     } finally {
-      this.stepRuns.delete(run);
+      runs.delete(run);
+      if (!runs.size) this.stepRuns.delete(id);
       const left = this.stepsUnderWay.get(id) - 1;
       if (left) this.stepsUnderWay.set(id, left);
       else {

@@ -2441,6 +2441,23 @@ test("the encounter ended or replaced outside this browser while add's first enc
   }
 });
 
+test("the encounter ended or replaced outside this browser while add's encounter.add of the only selected token is on its way, the companion refusing it (NotFound) and the token deleted meanwhile: the GM is told that nothing was added and why, not nothing at all, and no NotFound error", async () => {
+  for (const next of [elsewhere(), {}]) {
+    const meanwhile = async (t) => {
+      await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });
+      await setElsewhere(t, next);
+      removeDocs(t, t.tokens.goblinToken);
+    };
+    const { t, ctl } = await failingGoblinAdd({ fail: ADD_FAILURES["an encounter the companion no longer knows, which nobody here ended (NotFound)"].fail, meanwhile });
+    const before = t.clients.gm.notes.given.length;
+    await ctl.add([t.tokens.goblinToken.uuid]);
+    assert.deepEqual(ctl.meta, next, "what was set elsewhere stays");
+    // Nothing is left to select or add: a notice that goes away.
+    assert.deepEqual(warningsSince(t, before), [["Nothing was added: the encounter stopped being the current one outside this browser (it was ended or replaced there) before the companion took the selected tokens, and they have been deleted since.", false]], next.id ?? "none current");
+    assert.deepEqual(t.clients.gm.notes.given.slice(before).filter((n) => n.kind !== "warn"), [], next.id ?? "none current");
+  }
+});
+
 /** The sentence of those notices naming the creatures among them in the encounter current now. */
 const inCurrent = (names) => `Already in the encounter current now, so not to be added to it: ${names}.`;
 

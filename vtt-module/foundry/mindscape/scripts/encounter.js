@@ -696,7 +696,7 @@ export class EncounterController {
     if (failure && !sent.length && !lost) throw failure;
     let outcome = "ended";
     try {
-      outcome = await this.keepAdded(meta, sent, { unsent: rest.unsent, already: [...already, ...rest.already] });
+      outcome = await this.keepAdded(meta, sent, { unsent: rest.unsent, already: [...already, ...rest.already], refused: lost });
     } catch (error) {
       // Storing them failed too: the GM is told of it, and of the failure that stopped add.
       if (!failure) throw error;
@@ -728,17 +728,19 @@ export class EncounterController {
    * encounter (those add skipped, and after a refused token those it would have), other
    * than a creature it took in this add (`AddedElsewhereAlready`): to fight in an
    * encounter that is current, they need adding too (but for those in it already, see
-   * `tellAddedElsewhere`). With nothing sent and the encounter still the current one,
-   * `meta` holds nothing new and is not written again: "stored" all the same.
+   * `tellAddedElsewhere`). `refused`: the companion refused a token as it no longer
+   * knows that encounter (with none of them left to name, the GM is told so all the
+   * same). With nothing sent and the encounter still the current one, `meta` holds
+   * nothing new and is not written again: "stored" all the same.
    */
-  async keepAdded(meta, sent, { unsent = [], already = [] } = {}) {
+  async keepAdded(meta, sent, { unsent = [], already = [], refused = false } = {}) {
     // Every meta write under way (a hold's, a deleted token's record) lands first, and
     // this one is waited for in turn (`heldSaves`): none writes an older meta over another.
     await this.metaWritesLanded();
     const now = this.meta;
     if (this.endedIds.has(meta.id)) return "ended";
     if (now.id !== meta.id) {
-      this.tellAddedElsewhere(meta, sent, { unsent, already, now });
+      this.tellAddedElsewhere(meta, sent, { unsent, already, refused, now });
       return "elsewhere";
     }
     if (!sent.length) return "stored";
@@ -766,9 +768,14 @@ export class EncounterController {
    * them as the notice says would only tell the GM they are in already. When that is
    * every one of them, the GM has nothing to do, and is told only so, in a notice that
    * goes away (`ElsewhereAllInCurrent`): the notice that stays would tell them to add
-   * each, then not to. Says nothing when no token was taken, refused or skipped.
+   * each, then not to. When the companion refused the first token it was sent
+   * (`refused`) and every selected token was deleted since (none taken, none left to
+   * name, none skipped), the GM is told only that nothing was added and why, in a notice
+   * that goes away (`NotAddedElsewhereGone`): there is nothing left to add, but Add
+   * selected must not look as if it did nothing. Says nothing else when no token was
+   * taken, refused or skipped.
    */
-  tellAddedElsewhere(meta, sent, { unsent, already, now }) {
+  tellAddedElsewhere(meta, sent, { unsent, already, refused = false, now }) {
     const { t } = this.svc;
     // Keys written out whole, so that the language file's check finds each.
     const pick = (none, other) => (now.id ? other : none);
@@ -792,6 +799,7 @@ export class EncounterController {
     } else if (skipped.length) {
       words.push(t.format(pick("MINDSCAPE.Encounter.AlreadyElsewhereNone", "MINDSCAPE.Encounter.AlreadyElsewhereOther"), { names: namesOnce(skipped) }));
     } else {
+      if (refused) this.svc.notify("warn", t.localize("MINDSCAPE.Encounter.NotAddedElsewhereGone"));
       return;
     }
     if ((sent.length || unsent.length) && skipped.length) words.push(t.format("MINDSCAPE.Encounter.AddedElsewhereAlready", { names: namesOnce(skipped) }));

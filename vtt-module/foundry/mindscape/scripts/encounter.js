@@ -413,16 +413,14 @@ export class EncounterController {
     // (`tellWaitingWrites`, `tellStepAfterEnd`). Dropped once nothing can reach it
     // (`forgetEnded`).
     this.afterEnd = new Map();
-    // How many steps (resolves, undos, public actions) and adds are under way, by the id
-    // of the encounter they were asked of (`stepOf`).
+    // The steps (resolves, undos, public actions) and adds under way, by the id of the
+    // encounter they were asked of (`stepOf`): a set of `{ run }` each, `run` the step's
+    // promise, what `tellSetElsewhere` waits for; an id is here only while one is.
     this.stepsUnderWay = new Map();
     // Whether each token Foundry deleted in this session was linked then, by token uuid
     // (`tokenDeleted`): known here at once, while the record in the encounter's meta
     // (`deletedLinked`, which lasts through a reload) is still being stored.
     this.deletedTokens = new Map();
-    // By encounter id, the steps of it under way (`stepOf`): what `tellSetElsewhere` waits
-    // for, and only those of the encounter it tells of.
-    this.stepRuns = new Map();
     // The encounter's meta as this client last saw it (`seeMeta`, `encounterSet`): Foundry
     // tells a change of the setting with the new value only.
     this.seenMeta = null;
@@ -519,7 +517,7 @@ export class EncounterController {
     const steps = [];
     this.setElsewhereSteps.set(was.id, steps);
     try {
-      while (this.stepsUnderWay.has(was.id)) await Promise.allSettled([...(this.stepRuns.get(was.id) ?? [])]);
+      while (this.stepsUnderWay.has(was.id)) await Promise.allSettled([...this.stepsUnderWay.get(was.id)].map((s) => s.run));
     } finally {
       this.setElsewhereSteps.delete(was.id);
     }
@@ -2041,20 +2039,16 @@ export class EncounterController {
    * step reads the encounter, so that End cannot drop the record before the step is seen.
    */
   async stepOf(id, step) {
-    this.stepsUnderWay.set(id, (this.stepsUnderWay.get(id) ?? 0) + 1);
-    const runs = this.stepRuns.get(id) ?? new Set();
-    this.stepRuns.set(id, runs);
-    let run = null;
+    const runs = this.stepsUnderWay.get(id) ?? new Set();
+    this.stepsUnderWay.set(id, runs);
+    const under = { run: null };
+    runs.add(under);
     try {
-      run = step();
-      runs.add(run);
-      return await run;
+      under.run = step();
+      return await under.run;
     } finally {
-      runs.delete(run);
-      if (!runs.size) this.stepRuns.delete(id);
-      const left = this.stepsUnderWay.get(id) - 1;
-      if (left) this.stepsUnderWay.set(id, left);
-      else {
+      runs.delete(under);
+      if (!runs.size) {
         this.stepsUnderWay.delete(id);
         this.forgetEnded(id);
       }

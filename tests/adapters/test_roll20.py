@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -1485,3 +1486,25 @@ def test_the_mod_scripts_json_fields_are_those_whose_null_the_adapters_take_as_n
                 if read is None:
                     none.add(name)
         assert listed == none, text
+
+
+def test_the_mod_scripts_whole_numbers_are_those_to_int_reads() -> None:
+    """Mindscape.js ``sheetInt`` reads a number as ``to_int`` does: its ``INT_TEXT`` is
+    ``_INT_TEXT`` with Python's ``\\d`` spelled ``\\p{Nd}`` (JavaScript's ``\\d`` is ASCII
+    only), which is the same class; and ``digitValue`` takes a digit's value as its
+    distance from the first digit of its block, modulo ten, which is what ``int()`` makes
+    of every digit Python knows (the mathematical digits lie in five runs side by side)."""
+    script = (Path(__file__).parents[2] / "vtt-module/roll20/Mindscape.js").read_text()
+    found = re.search(r"const INT_TEXT = /\^(.*)\$/u;", script)
+    assert found, "Mindscape.js no longer has INT_TEXT"
+    # JavaScript's \d would take only ASCII digits, where Python's takes every script's.
+    assert r"\d" not in found.group(1)
+    assert found.group(1).replace(r"\p{Nd}", r"\d") == adapters.core._INT_TEXT.pattern
+    digits = [c for c in range(0x110000) if re.fullmatch(r"\d", chr(c))]
+    assert digits == [c for c in range(0x110000) if unicodedata.category(chr(c)) == "Nd"]
+    held = set(digits)
+    for c in digits:
+        first = c
+        while first - 1 in held:
+            first -= 1
+        assert int(chr(c)) == (c - first) % 10, hex(c)

@@ -904,6 +904,38 @@ var Mindscape = Mindscape || (() => {
   // parse_json_text read text of only spaces as no value).
   const filled = (value) => holds(value) && strip(value) !== '';
 
+  // A whole number as the adapters' to_int reads an attribute's value (adapters/core.py):
+  // a number that is whole, or text that, stripped, is a sign and 1 to 9 digits of any
+  // script (_INT_TEXT: Python's \d and int() read U+0665 and U+FF15 as 5). undefined
+  // where it holds none (nothing, or only spaces); null where to_int refuses it ("5.0",
+  // "1e1", "0x10", "Infinity", ten digits, a fraction, a boolean), and with it the
+  // companion the sheet. Number() would read those texts as numbers, and other scripts'
+  // digits as none. tests/adapters/test_roll20.py checks INT_TEXT against _INT_TEXT and
+  // digitValue's rule against int() for every digit Python knows. A digit of a script
+  // Unicode added after the companion's Python reads here and is refused there: that
+  // sheet is refused anyway.
+  const INT_TEXT = /^[+-]?\p{Nd}{1,9}$/u;
+  const DIGIT = /^\p{Nd}$/u;
+  // Unicode keeps each script's digits 0 to 9 in a run of ten, and runs side by side
+  // (the mathematical digits) each start where the one before ends: a digit's value is
+  // its distance from the first digit of its block of digits, modulo ten.
+  const digitValue = (digit) => {
+    const at = digit.codePointAt(0);
+    let first = at;
+    while (DIGIT.test(String.fromCodePoint(first - 1))) first -= 1;
+    return (at - first) % 10;
+  };
+  const sheetInt = (value) => {
+    if (value === undefined || value === null) return undefined;
+    if (typeof value === 'number') return Number.isInteger(value) ? value : null;
+    if (typeof value !== 'string') return null;
+    const text = strip(value);
+    if (text === '') return undefined;
+    if (!INT_TEXT.test(text)) return null;
+    const number = Array.from(text.replace(/^[+-]/, '')).reduce((sum, digit) => sum * 10 + digitValue(digit), 0);
+    return text[0] === '-' ? -number : number;
+  };
+
   // The combatant fields whose text of only spaces the adapters take as given (holds):
   // a list of modes, conditions or spell levels (split_names: then a list naming none),
   // a flag or a choice (then refused, as no such value). Any other field (a number, a
@@ -965,7 +997,9 @@ var Mindscape = Mindscape || (() => {
 
   // combat-strength: whether the companion counts a fighter psionic: psi_psionic (or its
   // mapped attribute) when it says so, else any attack or defense strength (adapters/core.py
-  // finish: the maxima, else the current values).
+  // finish: the maxima, else the current values), each read as to_int reads it (sheetInt).
+  // A strength the companion refuses counts as none: it then refuses the sheet whatever
+  // is offered, and its refusal names the attribute when a button is pressed.
   const psionicStrength = (sent) => {
     const said = storedField(sent, 'psionic');
     const flag = said === undefined ? '' : strip(said).toLowerCase();
@@ -974,7 +1008,7 @@ var Mindscape = Mindscape || (() => {
     const strength = (field) => {
       const most = storedField(sent, `${field}_max`);
       const value = most === undefined ? storedField(sent, field) : most;
-      return value === undefined ? 0 : Number(strip(value)) || 0;
+      return sheetInt(value) || 0;
     };
     return strength('attack_strength') + strength('defense_strength') > 0;
   };
@@ -2201,8 +2235,9 @@ var Mindscape = Mindscape || (() => {
 
   // Whether a fighter has anything psionic for a round's end to look at: settings of its
   // own, psionic state in psi_* attributes (also a nonpsionic mind a psionic attack
-  // dazed), PSPs on the AD&D sheet, or a psionic field its generic mapping names. The
-  // fighter, the orc and the torch-bearer in the Turn Tracker have none and stay out.
+  // dazed), PSPs on the AD&D sheet (read as to_int reads them: a box the companion
+  // refuses holds none), or a psionic field its generic mapping names. The fighter, the
+  // orc and the torch-bearer in the Turn Tracker have none and stay out.
   // It reads the attributes combatantOf sends, so an unlinked token is judged by its own.
   const hasPsionics = (ref) => {
     if (characterConfig(fighterCharacter(ref)).system) return true;
@@ -2215,7 +2250,7 @@ var Mindscape = Mindscape || (() => {
     return attribs.some((a) => {
       const name = String(a.name).toLowerCase();
       if (STATE_ATTRIBUTE.test(name) || psionicAttr.has(name)) return filled(a.current) || filled(a.max);
-      return !generic && (name === 'psp' || name === 'psp_max') && (Number(a.current) > 0 || Number(a.max) > 0);
+      return !generic && (name === 'psp' || name === 'psp_max') && (sheetInt(a.current) > 0 || sheetInt(a.max) > 0);
     });
   };
 

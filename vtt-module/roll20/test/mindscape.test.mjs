@@ -1506,6 +1506,47 @@ test('combat-strength: spaces are what the companion strips (Python str.strip): 
   assert.deepEqual(buttons(), five);
 });
 
+test('combat-strength: a strength is read as the companion reads a number (to_int): digits of any script count, and what it refuses ("1e1", "0x10", "5.0", ten digits, a fraction) is no strength', () => {
+  const ctx = campaign();
+  const buttons = () => {
+    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mind-thrust` });
+    return Array.from(whispersTo(ctx.sb, 'Bob').at(-1).matchAll(/--mode ([a-z-]+)\)/g), (m) => m[1]);
+  };
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system combat-strength' });
+  const five = ['mind-blank', 'shield-thoughts', 'mental-barrier', 'intellect-fortress', 'tower-of-iron-will', 'none'];
+  const attack = ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_attack_strength', current: '', max: '' });
+  const defense = ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_defense_strength', current: '', max: '' });
+  // Python's \d and int() take the digits of every script: Arabic-Indic 5, full-width 5,
+  // monospace 5 (the last run of the mathematical digits), and with a sign.
+  for (const text of ['\u0665', '\uff15', '\u{1d7fb}', '+\u0665', '\u0085\u0660\uff17\u001f']) {
+    attack.set({ current: text, max: '' });
+    assert.deepEqual(buttons(), five, text);
+  }
+  // Zeros of other scripts are 0 (the monospace zero too, a run after four others).
+  for (const text of ['\u0660', '\uff10\uff10', '\u{1d7f6}', '-\u{1d7ce}']) {
+    attack.set({ current: text, max: '' });
+    assert.deepEqual(buttons(), ['none'], text);
+  }
+  // What to_int refuses holds no strength (the companion then refuses the sheet, naming
+  // the attribute): the maximum so written counts as none, and with it Fenka is not psionic.
+  for (const text of ['1e1', '0x10', '5.0', '\u0665.0', 'Infinity', '1234567890', '5 5', '1_0', '\ufeff5']) {
+    attack.set({ current: '', max: text });
+    assert.deepEqual(buttons(), ['none'], text);
+  }
+  // A number stored as a number: whole counts, a fraction is refused.
+  attack.set({ current: '', max: 5 });
+  assert.deepEqual(buttons(), five);
+  attack.set({ current: '', max: 0.5 });
+  assert.deepEqual(buttons(), ['none']);
+  // The digits' values are read too: -5 and 5 make 0 (the companion refuses a strength
+  // below 0 anyway), -4 and 5 make 1.
+  attack.set({ current: '-\u0665', max: '' });
+  defense.set({ current: '\u{1d7fb}', max: '' });
+  assert.deepEqual(buttons(), ['none']);
+  attack.set({ current: '-\u0664', max: '' });
+  assert.deepEqual(buttons(), five);
+});
+
 test('attacker and defender must use the same system', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, content: `!psi config --char ${ctx.fenka.id} --system power-pool` });
@@ -3204,6 +3245,25 @@ test('a round\'s end takes a fighter by a psi_* attribute with only a maximum, a
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id, ctx.tokens.ogre.id], content: '!psi round' });
   assert.deepEqual(roundRefs(lastRequest(ctx.sb)), [ctx.ulcen.id, ctx.tokens.ogre.id]);
   assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Left out: Fenka \(nothing psionic\)/.test(w)));
+});
+
+test('a round\'s end reads the sheet\'s PSPs as the companion reads a number (to_int): PSPs in another script\'s digits count; a PSP box the companion refuses ("1e1", "0x10", "5.0") holds none, and its fighter stays out', () => {
+  const ctx = campaign();
+  const round = () => {
+    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+    return roundRefs(lastRequest(ctx.sb));
+  };
+  // Fenka has no psi_* state: only its PSP box decides.
+  const psp = ctx.sb.attribute(ctx.fenka.id, 'PSP');
+  for (const [current, max] of [['\uff13\uff10', ''], ['', '\u0663'], ['+\u{1d7fb}', '']]) {
+    psp.set({ current, max });
+    assert.deepEqual(round(), [ctx.ulcen.id, ctx.fenka.id], `${current}/${max}`);
+  }
+  for (const text of ['1e1', '0x10', '5.0', 'Infinity', '1234567890']) {
+    psp.set({ current: text, max: '' });
+    assert.deepEqual(round(), [ctx.ulcen.id], text);
+    assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Left out: Fenka \(nothing psionic\)/.test(w)));
+  }
 });
 
 test('a round\'s end takes a character whose PSPs only a PSP_max attribute holds, and one given a system of its own by !psi config', () => {

@@ -1493,7 +1493,9 @@ def test_the_mod_scripts_whole_numbers_are_those_to_int_reads() -> None:
     ``_INT_TEXT`` with Python's ``\\d`` spelled ``\\p{Nd}`` (JavaScript's ``\\d`` is ASCII
     only), which is the same class; and ``digitValue`` takes a digit's value as its
     distance from the first digit of its block, modulo ten, which is what ``int()`` makes
-    of every digit Python knows (the mathematical digits lie in five runs side by side)."""
+    of every digit Python knows (the mathematical digits lie in five runs side by side).
+    The bounds it reads PSPs and strengths within, 0 to ``POINTS_MOST``, are their
+    fields' (``_INT0``)."""
     script = (Path(__file__).parents[2] / "vtt-module/roll20/Mindscape.js").read_text()
     found = re.search(r"const INT_TEXT = /\^(.*)\$/u;", script)
     assert found, "Mindscape.js no longer has INT_TEXT"
@@ -1508,3 +1510,12 @@ def test_the_mod_scripts_whole_numbers_are_those_to_int_reads() -> None:
         while first - 1 in held:
             first -= 1
         assert int(chr(c)) == (c - first) % 10, hex(c)
+    most = re.search(r"const POINTS_MOST = (\d+);", script)
+    assert most, "Mindscape.js no longer has POINTS_MOST"
+    points = {"revised-2e": ("psp", "psp_max"),
+              "combat-strength": ("attack_strength", "attack_strength_max",
+                                  "defense_strength", "defense_strength_max")}
+    for system, names in points.items():
+        for name in names:
+            ftype = adapters.core.FIELDS[system][name]
+            assert (ftype.lo, ftype.hi) == (0, int(most.group(1))), name

@@ -906,11 +906,12 @@ var Mindscape = Mindscape || (() => {
 
   // A whole number as the adapters' to_int reads an attribute's value (adapters/core.py):
   // a number that is whole, or text that, stripped, is a sign and 1 to 9 digits of any
-  // script (_INT_TEXT: Python's \d and int() read U+0665 and U+FF15 as 5). undefined
-  // where it holds none (nothing, or only spaces); null where to_int refuses it ("5.0",
-  // "1e1", "0x10", "Infinity", ten digits, a fraction, a boolean), and with it the
-  // companion the sheet. Number() would read those texts as numbers, and other scripts'
-  // digits as none. tests/adapters/test_roll20.py checks INT_TEXT against _INT_TEXT and
+  // script (_INT_TEXT: Python's \d and int() read U+0665 and U+FF15 as 5), from `lo` to
+  // `hi` as the field's type bounds it. undefined where it holds none (nothing, or only
+  // spaces); null where to_int refuses it ("5.0", "1e1", "0x10", "Infinity", ten digits,
+  // a fraction, a boolean, a number out of bounds), and with it the companion the sheet.
+  // Number() would read those texts as numbers, and other scripts' digits as none.
+  // tests/adapters/test_roll20.py checks INT_TEXT against _INT_TEXT and
   // digitValue's rule against int() for every digit Python knows. A digit of a script
   // Unicode added after the companion's Python reads here and is refused there: that
   // sheet is refused anyway.
@@ -925,7 +926,7 @@ var Mindscape = Mindscape || (() => {
     while (DIGIT.test(String.fromCodePoint(first - 1))) first -= 1;
     return (at - first) % 10;
   };
-  const sheetInt = (value) => {
+  const readInt = (value) => {
     if (value === undefined || value === null) return undefined;
     if (typeof value === 'number') return Number.isInteger(value) ? value : null;
     if (typeof value !== 'string') return null;
@@ -935,6 +936,13 @@ var Mindscape = Mindscape || (() => {
     const number = Array.from(text.replace(/^[+-]/, '')).reduce((sum, digit) => sum * 10 + digitValue(digit), 0);
     return text[0] === '-' ? -number : number;
   };
+  const sheetInt = (value, lo = -Infinity, hi = Infinity) => {
+    const number = readInt(value);
+    return typeof number === 'number' && (number < lo || number > hi) ? null : number;
+  };
+  // PSPs and attack and defense strengths are 0 to 10000 (adapters/core.py _INT0; checked
+  // by tests/adapters/test_roll20.py): a PSP of -5 or a strength of 20000 is refused.
+  const POINTS_MOST = 10000;
 
   // The combatant fields whose text of only spaces the adapters take as given (holds):
   // a list of modes, conditions or spell levels (split_names: then a list naming none),
@@ -1008,7 +1016,7 @@ var Mindscape = Mindscape || (() => {
     const strength = (field) => {
       const most = storedField(sent, `${field}_max`);
       const value = most === undefined ? storedField(sent, field) : most;
-      return sheetInt(value) || 0;
+      return sheetInt(value, 0, POINTS_MOST) || 0;
     };
     return strength('attack_strength') + strength('defense_strength') > 0;
   };
@@ -2250,7 +2258,7 @@ var Mindscape = Mindscape || (() => {
     return attribs.some((a) => {
       const name = String(a.name).toLowerCase();
       if (STATE_ATTRIBUTE.test(name) || psionicAttr.has(name)) return filled(a.current) || filled(a.max);
-      return !generic && (name === 'psp' || name === 'psp_max') && (sheetInt(a.current) > 0 || sheetInt(a.max) > 0);
+      return !generic && (name === 'psp' || name === 'psp_max') && (sheetInt(a.current, 0, POINTS_MOST) > 0 || sheetInt(a.max, 0, POINTS_MOST) > 0);
     });
   };
 

@@ -1538,13 +1538,24 @@ test('combat-strength: a strength is read as the companion reads a number (to_in
   assert.deepEqual(buttons(), five);
   attack.set({ current: '', max: 0.5 });
   assert.deepEqual(buttons(), ['none']);
-  // The digits' values are read too: -5 and 5 make 0 (the companion refuses a strength
-  // below 0 anyway), -4 and 5 make 1.
+  // A strength is 0 to 10000 (_INT0): one out of bounds is refused, and holds none either,
+  // so the digits' values are read: 10000 counts, 10001 and -5 do not.
+  for (const text of ['\u0661\u0660\u0660\u0660\u0660', '\uff11\uff10\uff10\uff10\uff10', 10000, '-0']) {
+    attack.set({ current: '', max: text });
+    assert.deepEqual(buttons(), text === '-0' ? ['none'] : five, text);
+  }
+  for (const text of ['\u0661\u0660\u0660\u0660\u0661', '\u{1d7cf}\u{1d7ce}\u{1d7ce}\u{1d7ce}\u{1d7cf}', 10001, 1e10, '-\u0665']) {
+    attack.set({ current: '', max: text });
+    assert.deepEqual(buttons(), ['none'], text);
+  }
+  // A strength the companion refuses counts as none beside one it takes: -5 takes
+  // nothing away from a defense strength of 5, nor 20000 adds to one of 0.
   attack.set({ current: '-\u0665', max: '' });
   defense.set({ current: '\u{1d7fb}', max: '' });
-  assert.deepEqual(buttons(), ['none']);
-  attack.set({ current: '-\u0664', max: '' });
   assert.deepEqual(buttons(), five);
+  attack.set({ current: '20000', max: '' });
+  defense.set({ current: '0', max: '' });
+  assert.deepEqual(buttons(), ['none']);
 });
 
 test('attacker and defender must use the same system', () => {
@@ -3263,6 +3274,13 @@ test('a round\'s end reads the sheet\'s PSPs as the companion reads a number (to
     psp.set({ current: text, max: '' });
     assert.deepEqual(round(), [ctx.ulcen.id], text);
     assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Left out: Fenka \(nothing psionic\)/.test(w)));
+  }
+  // PSPs are 0 to 10000 (_INT0): a box above that is refused too, and holds none.
+  psp.set({ current: '\u0661\u0660\u0660\u0660\u0660', max: '' });
+  assert.deepEqual(round(), [ctx.ulcen.id, ctx.fenka.id]);
+  for (const [current, max] of [['\u0661\u0660\u0660\u0660\u0661', ''], [10001, ''], ['', '20000']]) {
+    psp.set({ current, max });
+    assert.deepEqual(round(), [ctx.ulcen.id], `${current}/${max}`);
   }
 });
 

@@ -2243,9 +2243,11 @@ var Mindscape = Mindscape || (() => {
 
   // Whether a fighter has anything psionic for a round's end to look at: settings of its
   // own, psionic state in psi_* attributes (also a nonpsionic mind a psionic attack
-  // dazed), PSPs on the AD&D sheet (read as to_int reads them: a box the companion
-  // refuses holds none), or a psionic field its generic mapping names. The fighter, the
-  // orc and the torch-bearer in the Turn Tracker have none and stay out.
+  // dazed), PSPs on the AD&D sheet (read as to_int reads them; a box the companion
+  // refuses, "1e1" or 20000, counts too: the fighter is sent, and the companion's refusal
+  // names the box for the GM to put right, where leaving it out would say nothing), or a
+  // psionic field its generic mapping names. The fighter, the orc and the torch-bearer
+  // in the Turn Tracker have none and stay out.
   // It reads the attributes combatantOf sends, so an unlinked token is judged by its own.
   const hasPsionics = (ref) => {
     if (characterConfig(fighterCharacter(ref)).system) return true;
@@ -2255,10 +2257,15 @@ var Mindscape = Mindscape || (() => {
     const mapping = generic ? data.mapping.fields : {};
     const psionicAttr = new Set(Object.keys(mapping).filter((field) => !COMMON_FIELDS.includes(field))
       .map((field) => String(mapping[field]).replace(/\|max$/i, '').toLowerCase()));
+    // PSPs above 0, or a box the companion refuses (null).
+    const points = (value) => {
+      const read = sheetInt(value, 0, POINTS_MOST);
+      return read === null || read > 0;
+    };
     return attribs.some((a) => {
       const name = String(a.name).toLowerCase();
       if (STATE_ATTRIBUTE.test(name) || psionicAttr.has(name)) return filled(a.current) || filled(a.max);
-      return !generic && (name === 'psp' || name === 'psp_max') && (sheetInt(a.current, 0, POINTS_MOST) > 0 || sheetInt(a.max, 0, POINTS_MOST) > 0);
+      return !generic && (name === 'psp' || name === 'psp_max') && (points(a.current) || points(a.max));
     });
   };
 

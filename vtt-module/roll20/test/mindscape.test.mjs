@@ -3258,7 +3258,7 @@ test('a round\'s end takes a fighter by a psi_* attribute with only a maximum, a
   assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Left out: Fenka \(nothing psionic\)/.test(w)));
 });
 
-test('a round\'s end reads the sheet\'s PSPs as the companion reads a number (to_int): PSPs in another script\'s digits count; a PSP box the companion refuses ("1e1", "0x10", "5.0") holds none, and its fighter stays out', () => {
+test('a round\'s end reads the sheet\'s PSPs as the companion reads a number (to_int): PSPs in another script\'s digits count; a PSP box the companion refuses ("1e1", "0x10", "5.0", above 10000) sends its fighter all the same, for the companion\'s refusal to name the box', () => {
   const ctx = campaign();
   const round = () => {
     ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
@@ -3270,17 +3270,18 @@ test('a round\'s end reads the sheet\'s PSPs as the companion reads a number (to
     psp.set({ current, max });
     assert.deepEqual(round(), [ctx.ulcen.id, ctx.fenka.id], `${current}/${max}`);
   }
-  for (const text of ['1e1', '0x10', '5.0', 'Infinity', '1234567890']) {
-    psp.set({ current: text, max: '' });
-    assert.deepEqual(round(), [ctx.ulcen.id], text);
-    assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Left out: Fenka \(nothing psionic\)/.test(w)));
+  // PSPs are 0 to 10000 (_INT0): 10000 counts; a box the companion refuses, above that
+  // or not a whole number, is sent too, so that its refusal names the box.
+  for (const [current, max] of [['\u0661\u0660\u0660\u0660\u0660', ''], ['1e1', ''], ['0x10', ''], ['5.0', ''], ['Infinity', ''],
+    ['1234567890', ''], ['\u0661\u0660\u0660\u0660\u0661', ''], [10001, ''], ['', '20000'], ['-3', '']]) {
+    psp.set({ current, max });
+    assert.deepEqual(round(), [ctx.ulcen.id, ctx.fenka.id], `${current}/${max}`);
   }
-  // PSPs are 0 to 10000 (_INT0): a box above that is refused too, and holds none.
-  psp.set({ current: '\u0661\u0660\u0660\u0660\u0660', max: '' });
-  assert.deepEqual(round(), [ctx.ulcen.id, ctx.fenka.id]);
-  for (const [current, max] of [['\u0661\u0660\u0660\u0660\u0661', ''], [10001, ''], ['', '20000']]) {
+  // Nothing, only spaces or 0 is no PSPs: Fenka stays out.
+  for (const [current, max] of [['', ''], ['  ', ''], ['0', '\u0660']]) {
     psp.set({ current, max });
     assert.deepEqual(round(), [ctx.ulcen.id], `${current}/${max}`);
+    assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Left out: Fenka \(nothing psionic\)/.test(w)));
   }
 });
 

@@ -82,6 +82,56 @@ def import_ref(services: Services, ref: Mapping[str, Any], system_id: str, path:
                        normaliser(services.system(system_id), options))
 
 
+def refused_where_read(ref: ImportedRef, exc: InvalidInput, under: str = ""
+                       ) -> InvalidInput:
+    """``exc``, the system's refusal of ``ref.combatant`` (its paths in the combatant,
+    below ``under`` when the combatant was checked at that place of a request, as an
+    encounter's ``/combatant``), with each problem moved to the place in the sheet the
+    adapter read the field from: ``<ref.path>/data<source>``, or below it when the value
+    was taken as it stands there (an object in Foundry flags). A field derived or
+    defaulted, read from no one place, keeps ``/combatant/<field>...``; a problem not
+    below ``under`` keeps its path. The engine's messages are kept as they are."""
+    problems = []
+    for p in exc.problems:
+        if under and not (p.path == under or p.path.startswith(f"{under}/")):
+            problems.append(p)
+        else:
+            problems.append(Problem(_source_of(ref, p.path[len(under):]), p.message))
+    return type(exc)(problems)
+
+
+def _source_of(ref: ImportedRef, path: str) -> str:
+    """A problem's path in the combatant (``/<field>...``) as the place in ``/data`` the
+    adapter read the field from (``/<field>/<key>...`` below it when the value was
+    taken as it stands there, an object in Foundry flags); ``/combatant/<field>...``
+    when it was derived or defaulted."""
+    field, _, rest = path[1:].partition("/") if path.startswith("/") else ("", "", "")
+    source = ref.sources.get(field)
+    if source is None:
+        return f"/combatant{path}"
+    if rest and field in ref.combatant and _at(ref.data, source) == ref.combatant[field]:
+        return f"{ref.path}/data{source}/{rest}"
+    return f"{ref.path}/data{source}"
+
+
+_MISSING = object()
+
+
+def _at(data: Any, path: str) -> Any:
+    """The value at JSON Pointer ``path`` in ``data``, or ``_MISSING``."""
+    node = data
+    for token in path.split("/")[1:]:
+        key = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isascii() and key.isdigit() \
+                and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return _MISSING
+    return node
+
+
 def kept_data(adapter: Adapter, data: Any, system_id: str,
               imported: Imported | None = None) -> Any:
     """What an encounter keeps of an ``{adapter, data}`` combatant's ``data`` (in its log

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.errors import InvalidInput, Problem
+from engine.errors import InvalidInput
 
-from ..combatants import ImportedRef, import_ref, normaliser
+from ..combatants import import_ref, normaliser, refused_where_read
 from ..registry import MethodSpec
 from ..schemas import NO_PARAMS, OPTIONS, SYSTEM_ID, WARNINGS, answer
 from ..services import Context
@@ -37,42 +37,9 @@ async def adapters_import(ctx: Context, params: dict[str, Any]) -> dict[str, Any
     try:
         normaliser(system, options)(ref.combatant)
     except InvalidInput as exc:
-        raise type(exc)([Problem(_source_of(ref, p.path), p.message)
-                         for p in exc.problems]) from None
+        raise refused_where_read(ref, exc) from None
     return {"combatant": ref.combatant, "warnings": list(ref.warnings),
             "system": system_id}
-
-
-def _source_of(ref: ImportedRef, path: str) -> str:
-    """A problem's path in the combatant (``/<field>...``) as the place in ``/data`` the
-    adapter read the field from (``/<field>/<key>...`` below it when the value was
-    taken as it stands there, an object in Foundry flags); ``/combatant/<field>...``
-    when it was derived or defaulted."""
-    field, _, rest = path[1:].partition("/") if path.startswith("/") else ("", "", "")
-    source = ref.sources.get(field)
-    if source is None:
-        return f"/combatant{path}"
-    if rest and field in ref.combatant and _at(ref.data, source) == ref.combatant[field]:
-        return f"/data{source}/{rest}"
-    return f"/data{source}"
-
-
-_MISSING = object()
-
-
-def _at(data: Any, path: str) -> Any:
-    """The value at JSON Pointer ``path`` in ``data``, or ``_MISSING``."""
-    node = data
-    for token in path.split("/")[1:]:
-        key = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and key in node:
-            node = node[key]
-        elif isinstance(node, list) and key.isascii() and key.isdigit() \
-                and int(key) < len(node):
-            node = node[int(key)]
-        else:
-            return _MISSING
-    return node
 
 
 METHODS = [

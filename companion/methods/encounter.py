@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -23,7 +24,14 @@ from engine.dice import dice_source
 from engine.errors import InvalidInput, LimitExceeded, Problem, UnknownCombatant, json_text
 from engine.system import System
 
-from ..combatants import ImportedRef, import_ref, is_adapter_ref, kept_data, normaliser
+from ..combatants import (
+    ImportedRef,
+    import_ref,
+    is_adapter_ref,
+    kept_data,
+    normaliser,
+    refused_where_read,
+)
 from ..errors import (
     DICE_NEEDED,
     NOT_FOUND,
@@ -211,6 +219,20 @@ class _Given:
         return {"adapter": self.raw["adapter"],
                 "data": kept_data(self.ref.adapter, self.ref.data, system.id, whole)}
 
+    @contextmanager
+    def refused_where_read(self) -> Iterator[None]:
+        """The system's refusal of an ``{adapter, data}`` combatant (its paths under
+        ``/combatant``) reported at the place in the sheet each field was read from,
+        as ``adapters.import`` reports it (``refused_where_read``): the combatant the
+        adapter built is not what the caller sent. A combatant object's is left as it
+        is."""
+        try:
+            yield
+        except InvalidInput as exc:
+            if self.ref is None:
+                raise
+            raise refused_where_read(self.ref, exc, "/combatant") from None
+
 
 def _given(services: Services, raw: Any, system: System) -> _Given:
     """The combatant ``params["combatant"]`` gives (``_Given``)."""
@@ -233,7 +255,8 @@ async def encounter_add(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             raise LimitExceeded(Problem(
                 "/combatant", f"an encounter holds at most {limit} combatants (limit "
                               "max_combatants)"))
-        state, combatant_id = system.encounter_add(record.state, given.combatant)
+        with given.refused_where_read():
+            state, combatant_id = system.encounter_add(record.state, given.combatant)
         stored = given.stored(system)
         new = await services.store.append(
             record.id, expected_revision=record.revision, kind="add",
@@ -265,7 +288,8 @@ async def encounter_refresh(ctx: Context, params: dict[str, Any]) -> dict[str, A
             warnings = [*warnings, f"the combatant given names the id {json_text(named, 60)}; "
                                    f"it was taken as {json_text(combatant_id, 60)}, whose id "
                                    "stays"]
-        state = system.encounter_replace(record.state, combatant_id, given.combatant)
+        with given.refused_where_read():
+            state = system.encounter_replace(record.state, combatant_id, given.combatant)
         before = _combatant(system.encounter_view(record.state), combatant_id)
         after = _combatant(system.encounter_view(state), combatant_id)
         changed = _changed_fields(before, after)

@@ -292,6 +292,64 @@ async def test_a_wave_named_like_a_creature_held_on_its_own_is_refused_in_the_sh
         {"path": f"/data/attribs/{len(sheet['attribs']) - 1}/current", "message": told}]
 
 
+async def test_an_encounter_refuses_a_sheet_where_the_adapter_read_the_field(
+        rpc: Rpc) -> None:
+    """docs/API.md "Combatants from a VTT": encounter.add and encounter.refresh report a
+    sheet the engine refuses as adapters.import does, at the place in `data` the field
+    was read, under `/combatant/data` (COMBATANTS.md: a `wave` label equal to the id of
+    a creature held on its own is refused at that `wave`; condition_rounds 1-1000). The
+    combatant the adapter built is not what the GM sent: `/combatant/controlling/1/wave`
+    is nowhere in the params. The id, which an adapter reads from no one place, stays
+    at `/combatant/id`."""
+    held = [{"id": "w", "kept_by": "action"}, {"id": "y", "kept_by": "action", "wave": "w"}]
+    told = ('wave label "w" is also the id of a creature held on its own in the same '
+            "controlling: a wave's name must differ from every such id, or the two links "
+            "would be one (rename the wave, and the target of each die dedicated to it)")
+    aboleth = load("foundry/dnd5e/aboleth.json")
+    flags = "/combatant/data/flags/mindscape/power-pool"
+    sheet = roll20_psionicist("30", "30")
+    at = f"/combatant/data/attribs/{len(sheet['attribs'])}/current"
+    too_long = "5000 is greater than the maximum of 1000"
+    cases = []
+    for state, path, message in (
+            ({"controlling": held}, f"{flags}/controlling/1/wave", told),
+            ({"conditions": ["stunned"], "condition_rounds": {"stunned": 5000}},
+             f"{flags}/condition_rounds/stunned", too_long)):
+        bad = copy.deepcopy(aboleth)
+        bad["flags"]["mindscape"] = {"power-pool": {"psionic": True, **state}}
+        cases.append(("foundry.dnd5e", aboleth, bad, [{"path": path, "message": message}]))
+    for attribute, value, message in (("psi_controlling", json.dumps(held), told),
+                                      ("psi_condition_rounds", '{"stunned": 5000}',
+                                       too_long)):
+        bad = copy.deepcopy(sheet)
+        bad["attribs"].append({"name": attribute, "current": value})
+        if attribute == "psi_condition_rounds":
+            bad["attribs"].append({"name": "psi_conditions", "current": "stunned"})
+        cases.append(("roll20.adnd2e-revised", sheet, bad,
+                      [{"path": at, "message": message}]))
+    for adapter, good, bad, refused in cases:
+        eid = (await rpc.ok("encounter.create", {"system": "power-pool"}))["id"]
+        error = await rpc.error("encounter.add", {
+            "id": eid, "combatant": {"adapter": adapter, "data": bad}})
+        assert error["code"] == -32602
+        assert error["data"]["errors"] == refused
+        added = await rpc.ok("encounter.add", {
+            "id": eid, "combatant": {"adapter": adapter, "data": good}})
+        # An id made by the adapter stays at the combatant's id: the Roll20 Mod script
+        # takes "/combatant/id ... already in the encounter" as joined already.
+        error = await rpc.error("encounter.add", {
+            "id": eid, "combatant": {"adapter": adapter, "data": good}})
+        assert error["data"]["errors"] == [{
+            "path": "/combatant/id",
+            "message": f'{json.dumps(added["combatant_id"])} is already in the encounter'}]
+        error = await rpc.error("encounter.refresh", {
+            "id": eid, "combatant_id": added["combatant_id"],
+            "combatant": {"adapter": adapter, "data": bad}})
+        assert error["code"] == -32602
+        assert error["data"]["errors"] == refused
+        assert (await rpc.ok("encounter.get", {"id": eid}))["revision"] == 1
+
+
 async def test_adapters_import_reports_every_refused_value_each_at_its_place(
         rpc: Rpc) -> None:
     """docs/ADAPTERS.md "Errors": a refused value is reported at the place the adapter

@@ -3412,28 +3412,18 @@ const assertThrallFreed = (ctx) => {
   assert.ok(whispersTo(ctx.sb, 'gm').every((w) => !/answer refused|sheets not updated/.test(w)));
 };
 
-test('power-pool: with a generic mapping, a psi_controlling of only spaces holds no control (parse_json_text): the mapped attribute counts, so a long rest takes the creatures it holds by an action along', () => {
-  const ctx = psionicControl(campaign());
-  const held = ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').get('current');
-  ctx.sb.chat({ playerid: GM, content: `!psi config --char ${ctx.ulcen.id} --adapter roll20.generic --attr controlling=Held --attr hp=HP` });
-  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '   ' });
-  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'Held', current: held, max: '' });
-  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi rest' });
-  const req = lastRequest(ctx.sb);
-  assert.equal(req.body.method, 'combatants.rest');
-  assert.deepEqual((req.body.params.puppets || []).map((c) => c.data.id), [ctx.thrall.id]);
-});
-
-test('power-pool: with a generic mapping, a psi_controlling of the JSON null holds no control (parse_json_text): the mapped attribute counts, so a long rest takes the creatures it holds by an action along', () => {
-  const ctx = psionicControl(campaign());
-  const held = ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').get('current');
-  ctx.sb.chat({ playerid: GM, content: `!psi config --char ${ctx.ulcen.id} --adapter roll20.generic --attr controlling=Held --attr hp=HP` });
-  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: ' null\n' });
-  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'Held', current: held, max: '' });
-  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi rest' });
-  const req = lastRequest(ctx.sb);
-  assert.equal(req.body.method, 'combatants.rest');
-  assert.deepEqual((req.body.params.puppets || []).map((c) => c.data.id), [ctx.thrall.id]);
+test('power-pool: with a generic mapping, a psi_controlling of only spaces or of the JSON null holds no control (parse_json_text): the mapped attribute counts, so a long rest takes the creatures it holds by an action along', () => {
+  for (const empty of ['   ', ' null\n']) {
+    const ctx = psionicControl(campaign());
+    const held = ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').get('current');
+    ctx.sb.chat({ playerid: GM, content: `!psi config --char ${ctx.ulcen.id} --adapter roll20.generic --attr controlling=Held --attr hp=HP` });
+    ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: empty });
+    ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'Held', current: held, max: '' });
+    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id], content: '!psi rest' });
+    const req = lastRequest(ctx.sb);
+    assert.equal(req.body.method, 'combatants.rest', JSON.stringify(empty));
+    assert.deepEqual((req.body.params.puppets || []).map((c) => c.data.id), [ctx.thrall.id], JSON.stringify(empty));
+  }
 });
 
 test('power-pool: a long rest ends the control a resting controller keeps by an action (seed 001: "Powers can\'t be maintained when a creature rests"): the creatures it holds so go along as puppets, and their sheets are freed', () => {

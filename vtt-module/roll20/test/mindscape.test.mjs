@@ -1389,6 +1389,15 @@ test('power-pool: no defense mode still rolls the pool, so its --dice and --sacr
   assert.ok(requests(r2e.sb).length > sent);
 });
 
+// The defense buttons Bob is offered when Alice's Ulcen mind-thrusts Fenka, as mode ids.
+const fenkaDefenseButtons = (ctx) => {
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mind-thrust` });
+  return Array.from(whispersTo(ctx.sb, 'Bob').at(-1).matchAll(/--mode ([a-z-]+)\)/g), (m) => m[1]);
+};
+
+// All five combat-strength defenses and No defense, as a psionic mind is offered them.
+const COMBAT_STRENGTH_DEFENSES = ['mind-blank', 'shield-thoughts', 'mental-barrier', 'intellect-fortress', 'tower-of-iron-will', 'none'];
+
 test('the defense buttons offer the modes the companion knows, read in its order for each system (adapters/roll20.py): psi_defenses over the AD&D rows, the rows in revised-2e only, else its defaults', () => {
   const ctx = campaign();
   const buttons = (mode) => {
@@ -1434,7 +1443,7 @@ test('the defense buttons offer the modes the companion knows, read in its order
   // with a strength), none for another; a sheet's "Thought Shield" is its Shield Thoughts.
   set('psi_defenses', '');
   system('combat-strength');
-  const five = ['mind-blank', 'shield-thoughts', 'mental-barrier', 'intellect-fortress', 'tower-of-iron-will', 'none'];
+  const five = COMBAT_STRENGTH_DEFENSES;
   assert.deepEqual(buttons('mind-thrust'), ['none']);
   set('psi_psionic', 'yes');
   assert.deepEqual(buttons('mind-thrust'), five);
@@ -1456,17 +1465,14 @@ test('the defense buttons offer the modes the companion knows, read in its order
 
 test('combat-strength: a strength of only spaces is no strength, as the companion reads it (to_int): the other part, or the mapped attribute, counts, and the defense buttons follow', () => {
   const ctx = campaign();
-  const buttons = () => {
-    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mind-thrust` });
-    return Array.from(whispersTo(ctx.sb, 'Bob').at(-1).matchAll(/--mode ([a-z-]+)\)/g), (m) => m[1]);
-  };
+  const buttons = () => fenkaDefenseButtons(ctx);
   const set = (name, current, max = '') => {
     const attr = ctx.sb.attribute(ctx.fenka.id, name);
     if (attr) attr.set({ current, max });
     else ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name, current, max });
   };
   ctx.sb.chat({ playerid: GM, content: '!psi config --system combat-strength' });
-  const five = ['mind-blank', 'shield-thoughts', 'mental-barrier', 'intellect-fortress', 'tower-of-iron-will', 'none'];
+  const five = COMBAT_STRENGTH_DEFENSES;
   // A maximum of spaces holds no number: the current 5 counts, so Fenka is psionic and
   // knows all five (the companion: attack_strength 5, psionic true).
   set('psi_attack_strength', '5', '   ');
@@ -1487,12 +1493,9 @@ test('combat-strength: a strength of only spaces is no strength, as the companio
 
 test('combat-strength: spaces are what the companion strips (Python str.strip): a strength maximum of U+0085 or U+001C holds no number, so the current value counts; a current value with them around it is its number', () => {
   const ctx = campaign();
-  const buttons = () => {
-    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mind-thrust` });
-    return Array.from(whispersTo(ctx.sb, 'Bob').at(-1).matchAll(/--mode ([a-z-]+)\)/g), (m) => m[1]);
-  };
+  const buttons = () => fenkaDefenseButtons(ctx);
   ctx.sb.chat({ playerid: GM, content: '!psi config --system combat-strength' });
-  const five = ['mind-blank', 'shield-thoughts', 'mental-barrier', 'intellect-fortress', 'tower-of-iron-will', 'none'];
+  const five = COMBAT_STRENGTH_DEFENSES;
   const add = (current, max) => ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_attack_strength', current, max });
   // The companion: attack_strength_max none (to_int strips U+0085), attack_strength 5: psionic.
   const strength = add('5', '\u0085');
@@ -1508,12 +1511,9 @@ test('combat-strength: spaces are what the companion strips (Python str.strip): 
 
 test('combat-strength: a strength is read as the companion reads a number (to_int): digits of any script count, and what it refuses ("1e1", "0x10", "5.0", ten digits, a fraction) is no strength', () => {
   const ctx = campaign();
-  const buttons = () => {
-    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mind-thrust` });
-    return Array.from(whispersTo(ctx.sb, 'Bob').at(-1).matchAll(/--mode ([a-z-]+)\)/g), (m) => m[1]);
-  };
+  const buttons = () => fenkaDefenseButtons(ctx);
   ctx.sb.chat({ playerid: GM, content: '!psi config --system combat-strength' });
-  const five = ['mind-blank', 'shield-thoughts', 'mental-barrier', 'intellect-fortress', 'tower-of-iron-will', 'none'];
+  const five = COMBAT_STRENGTH_DEFENSES;
   const attack = ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_attack_strength', current: '', max: '' });
   const defense = ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_defense_strength', current: '', max: '' });
   // Python's \d and int() take the digits of every script: Arabic-Indic 5, full-width 5,
@@ -8596,10 +8596,7 @@ test('with no bar used for HP or PSP a token with any bar linked fights as its c
 
 test('the defenses known are read as the companion reads them: psi_defenses one a line or in capitals, the first of two defense rows of one name, psi_psionic in any case and its no, an attack strength alone', () => {
   const ctx = campaign();
-  const buttons = () => {
-    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mind-thrust` });
-    return Array.from(whispersTo(ctx.sb, 'Bob').at(-1).matchAll(/--mode ([a-z-]+)\)/g), (m) => m[1]);
-  };
+  const buttons = () => fenkaDefenseButtons(ctx);
   const add = (name, current, max = '') => ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name, current, max });
   add('psionic-defense-name', 'Thought Shield');
   add('Psionic-Defense-Name', 'Tower of Iron Will');
@@ -8608,7 +8605,7 @@ test('the defenses known are read as the companion reads them: psi_defenses one 
   assert.deepEqual(buttons(), ['mind-blank', 'tower-of-iron-will', 'none']);
   listed.remove();
   ctx.sb.chat({ playerid: GM, content: '!psi config --system combat-strength' });
-  const five = ['mind-blank', 'shield-thoughts', 'mental-barrier', 'intellect-fortress', 'tower-of-iron-will', 'none'];
+  const five = COMBAT_STRENGTH_DEFENSES;
   const psionic = add('psi_psionic', ' Yes ');
   assert.deepEqual(buttons(), five);
   add('psi_attack_strength', '0', '20');

@@ -11,7 +11,7 @@ import { actorUuidOfRef, encounterMethods, makeTable, renderModuleTemplate, revi
 import { FakeTokenDocument, tick } from "../test-support/fakes.mjs";
 import { makeApi } from "../mindscape/scripts/api.js";
 import { EncounterController, droppedReport, makeEncounterPanel, refreshReport, updatesOfStep } from "../mindscape/scripts/encounter.js";
-import { DaemonHttpError, DaemonUnreachableError, RefreshRefusedError, describeError } from "../mindscape/scripts/errors.js";
+import { AddRefusedError, DaemonHttpError, DaemonUnreachableError, RefreshRefusedError, describeError } from "../mindscape/scripts/errors.js";
 import { hookTable } from "../mindscape/scripts/hooks.js";
 
 const psp = (actor) => actor.flags.mindscape["revised-2e"].psp;
@@ -2261,14 +2261,18 @@ async function failingGoblinAdd({ fail = (p, methods) => methods["encounter.add"
   return { t, ctl };
 }
 
-/** The ways the companion's `encounter.add` of a token may fail, each with what the GM's error is. */
+/**
+ * The ways the companion's `encounter.add` of a token may fail, each with what the GM's
+ * error is: a refused sheet names the goblin's token (`AddRefusedError`, the companion's
+ * own error its `cause`); an encounter the companion does not know is its error as it is.
+ */
 const ADD_FAILURES = {
-  "a sheet the rules refuse (RulesError)": { fail: () => { throw { code: 4001, message: "Refused", data: { rule: "psp-at-most-max", detail: "psp above psp_max" } }; }, is: (e) => e.key === "MINDSCAPE.Error.Rules" && e.data.rule === "psp-at-most-max" },
-  "a sheet the companion's schema refuses (InvalidParams)": { fail: () => { throw { code: -32602, message: "Invalid params", data: { errors: [{ path: "/combatant/profile/psp", message: "-3 is less than 0" }] } }; }, is: (e) => e.key === "MINDSCAPE.Error.InvalidParams" },
+  "a sheet the rules refuse (RulesError)": { fail: () => { throw { code: 4001, message: "Refused", data: { rule: "psp-at-most-max", detail: "psp above psp_max" } }; }, is: (e) => e instanceof AddRefusedError && e.data.name === "Goblin" && e.cause.key === "MINDSCAPE.Error.Rules" && e.cause.data.rule === "psp-at-most-max" },
+  "a sheet the companion's schema refuses (InvalidParams)": { fail: () => { throw { code: -32602, message: "Invalid params", data: { errors: [{ path: "/combatant/profile/psp", message: "-3 is less than 0" }] } }; }, is: (e) => e instanceof AddRefusedError && e.data.name === "Goblin" && e.cause.key === "MINDSCAPE.Error.InvalidParams" },
   "an encounter the companion no longer knows, which nobody here ended (NotFound)": { fail: (p) => { throw { code: 4004, message: "Not found", data: { id: p.id } }; }, is: (e) => e.key === "MINDSCAPE.Error.NotFound" && e.data.id === "enc1" },
 };
 
-test("one token's encounter.add failing (the companion refusing its sheet, an encounter it no longer knows): the tokens the companion took before it are stored, and the error reaches the GM as it is", async () => {
+test("one token's encounter.add failing (the companion refusing its sheet, an encounter it no longer knows): the tokens the companion took before it are stored, and the error reaches the GM (a refused sheet's naming its token)", async () => {
   for (const [name, { fail, is }] of Object.entries(ADD_FAILURES)) {
     const { t, ctl } = await failingGoblinAdd({ fail });
     await assert.rejects(ctl.add([t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid]), is, name);
@@ -2280,6 +2284,38 @@ test("one token's encounter.add failing (the companion refusing its sheet, an en
     await ctl.add([t.tokens.fenkaToken.uuid]);
     assert.equal(calls(t).length, asked, name);
     assert.equal(t.clients.gm.notes.given.at(-1).text, "Already in the encounter, so not added again: Fenka.", name);
+  }
+});
+
+test("a token's sheet the companion refuses when tokens are added (power-pool's wave label equal to a creature held on its own, at the place in the sheet it was read): the GM's error names that token, as the other add notices do, with the companion's words", async () => {
+  const problem = { path: "/combatant/data/actor/flags/mindscape/power-pool/controlling/1/wave", message: 'wave label "skum" is also the id of a creature held on its own in the same controlling' };
+  const { t, ctl } = await failingGoblinAdd({ fail: () => { throw { code: -32602, message: "Invalid params", data: { errors: [problem] } }; } });
+  // Named by its token, whose name is not its actor's.
+  t.tokens.goblinToken.name = "Goblin Scout";
+  const error = await ctl.add([t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid]).catch((e) => e);
+  assert.ok(error instanceof AddRefusedError, String(error));
+  assert.deepEqual([error.data.name, error.cause.code], ["Goblin Scout", -32602]);
+  const gm = t.clients.gm.svc;
+  const before = t.clients.gm.notes.given.length;
+  gm.notifyError(error);
+  assert.deepEqual(t.clients.gm.notes.given.slice(before).map((n) => [n.kind, n.text]), [["error",
+    `Mindscape could not add Goblin Scout to the encounter from its sheet: The companion rejected the request: /combatant/data/actor/flags/mindscape/power-pool/controlling/1/wave: wave label "skum" is also the id of a creature held on its own in the same controlling. Check the actor's psionic profile (sheet header › Psionic profile).`]]);
+  // Fenka, taken before it, is stored first.
+  assert.deepEqual(Object.keys(ctl.meta.combatants), ["ulcen", "fenka-tokF"]);
+  // Create from selected tokens adds them so too.
+  const created = await ctl.create([t.tokens.goblinToken.uuid], "Again").catch((e) => e);
+  assert.ok(created instanceof AddRefusedError && created.data.name === "Goblin Scout", String(created));
+});
+
+test("a token's encounter.add failing for what is not its sheet (an encounter the companion does not know, the connection lost, the companion's own fault) is not told as its sheet refused", async () => {
+  const failures = {
+    "NotFound": () => { throw { code: 4004, message: "Not found", data: { id: "enc1" } }; },
+    "a fault of the companion": () => { throw { code: -32603, message: "Internal error", data: { error_id: "e-1" } }; },
+  };
+  for (const [name, fail] of Object.entries(failures)) {
+    const { t, ctl } = await failingGoblinAdd({ fail });
+    const error = await ctl.add([t.tokens.goblinToken.uuid]).catch((e) => e);
+    assert.ok(!(error instanceof AddRefusedError) && error.code === (name === "NotFound" ? 4004 : -32603), name);
   }
 });
 

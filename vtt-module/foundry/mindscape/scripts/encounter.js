@@ -5,7 +5,7 @@
  */
 import { DEFENSE_REASKS, MODULE_ID } from "./consts.js";
 import {
-  DaemonHttpError, DaemonUnreachableError, NotFoundError, PermissionDeniedError, RefreshRefusedError, RpcError, RulesError, StaleRevisionError, UsageError,
+  AddRefusedError, DaemonHttpError, DaemonUnreachableError, InvalidParamsError, NotFoundError, PermissionDeniedError, RefreshRefusedError, RpcError, RulesError, StaleRevisionError, UsageError,
   describeError,
 } from "./errors.js";
 import { attackFromForm, declineBoxes, declinedFor, defenseFromChoice, dispositionOf, knownModes, modesFromDescription, RANGES } from "./requests.js";
@@ -621,7 +621,9 @@ export class EncounterController {
    * Any other failure at a token (a sheet the companion refuses, a
    * lost connection, the token deleted since it was selected) stops the tokens after it; those the companion
    * took before it are stored all the same, as at the end (`keepAdded`), before the error
-   * is thrown: else they would be in the companion's encounter but not in the panel, and
+   * is thrown (a refused sheet's, −32602 or 4001, as an `AddRefusedError` that names its
+   * token: with several selected, the companion's words alone do not say whose): else they
+   * would be in the companion's encounter but not in the panel, and
    * the companion would refuse to add them again. Should storing them fail too, the GM is
    * told of that and the failure is thrown all the same; but when the companion refused a
    * token as it no longer knows an encounter set outside this browser meanwhile, the
@@ -668,9 +670,10 @@ export class EncounterController {
       } catch (error) {
         // End pressed meanwhile (or a new encounter replaced it), and the companion forgot
         // the encounter: End (or Create) told the GM, and nothing is stored (`keepAdded`).
-        // Any other failure reaches the GM once the tokens taken before it are stored.
+        // Any other failure reaches the GM once the tokens taken before it are stored,
+        // a sheet the companion refused by its token's name, as the other notices of add.
         if (!this.forgotten(meta.id, error)) {
-          failure = error;
+          failure = error instanceof InvalidParamsError || error instanceof RulesError ? AddRefusedError.of(token?.name ?? actor.name, error, this.svc.t) : error;
           unsent = tokenUuids.slice(at);
         }
         break;
@@ -1366,7 +1369,7 @@ export class EncounterController {
           answer = await this.svc.rpc("encounter.refresh", { id: meta.id, combatant_id: cid, combatant: this.svc.ref(docs.actor, token, adapter) });
         } catch (error) {
           // The companion answered no: say whose sheet. Anything else (not running) as it is.
-          if (error instanceof RpcError) throw new RefreshRefusedError({ name, problem: describeError(error, this.svc.t) }, error);
+          if (error instanceof RpcError) throw RefreshRefusedError.of(name, error, this.svc.t);
           throw error;
         }
         // The sheet is in the encounter now: whatever it missed is the GM's to judge.

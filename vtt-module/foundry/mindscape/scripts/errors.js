@@ -155,16 +155,45 @@ export class OtherGMError extends MindscapeError {
 }
 
 /**
- * The companion refused to take an encounter combatant again from its sheet
- * (`encounter.refresh`: a profile it now refuses, a combatant it does not know), so
- * nothing was resolved or asked. `data`: `{name, problem}`, the combatant's name and the
- * refusal in words; `cause` is the companion's own error.
+ * The companion refused to take a creature from its sheet into the encounter: the root
+ * of the two errors below, which say when (never thrown itself). `data`: `{name,
+ * problem}`, the creature's name and the refusal in words; `cause` is the companion's own
+ * error. `of` makes one from that error.
  */
-export class RefreshRefusedError extends MindscapeError {
-  constructor(data, cause) {
-    super("MINDSCAPE.Error.RefreshRefused", data);
+class SheetRefusedError extends MindscapeError {
+  constructor(key, data, cause) {
+    super(key, data);
     if (cause) this.cause = cause;
   }
+
+  /**
+   * The error of this class for `name`, whose sheet the companion refused with `cause`,
+   * the refusal put in words as `describeError` does.
+   * @param {string} name
+   * @param {MindscapeError} cause
+   * @param {{localize:(k:string)=>string, format:(k:string, d:object)=>string}} i18n
+   */
+  static of(name, cause, i18n) {
+    return new this({ name, problem: describeError(cause, i18n) }, cause);
+  }
+}
+
+/**
+ * The companion refused to take an encounter combatant again from its sheet
+ * (`encounter.refresh`: a profile it now refuses, a combatant it does not know), so
+ * nothing was resolved or asked.
+ */
+export class RefreshRefusedError extends SheetRefusedError {
+  constructor(data, cause) { super("MINDSCAPE.Error.RefreshRefused", data, cause); }
+}
+
+/**
+ * The companion refused a selected token's sheet when it was added to the encounter
+ * (`encounter.add`: −32602, or 4001), so neither it nor the tokens selected after it
+ * were added. `data.name`: the token's name (else its actor's).
+ */
+export class AddRefusedError extends SheetRefusedError {
+  constructor(data, cause) { super("MINDSCAPE.Error.AddRefused", data, cause); }
 }
 
 /** The user closed a dialog; callers stop quietly. */
@@ -181,7 +210,7 @@ const BY_NAME = {
   MindscapeError, DaemonUnreachableError, DaemonAuthError, DaemonForbiddenError,
   DaemonHttpError, BadDaemonUrlError, NotPairedError, InvalidParamsError, RulesError, DiceNeededError,
   NotFoundError, StaleRevisionError, StoreUnavailableError, DaemonFaultError, NoGMError, RelayTimeoutError, RelayNotReadyError,
-  PermissionDeniedError, PlayersMayNotAttackError, OtherGMError, RefreshRefusedError, CancelledError, UsageError,
+  PermissionDeniedError, PlayersMayNotAttackError, OtherGMError, RefreshRefusedError, AddRefusedError, CancelledError, UsageError,
   CompanionUnavailableError,
 };
 

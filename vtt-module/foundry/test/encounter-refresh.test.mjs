@@ -708,11 +708,7 @@ test("End pressed while the companion resolves, and a combatant's token deleted 
 
 test("a step the companion could not write back, while a write Foundry missed earlier still waits: the hold it makes tries nothing again, so the error that stays names that write too (its values are known nowhere else)", async () => {
   let fail = false;
-  const { t, ctl, enc } = await resolvingWith((answer) => (fail ? notWrittenBack(answer) : answer));
-  const fenka = t.tokens.fenkaToken.actor;
-  lockPsp(fenka);
-  await ctl.resolve();
-  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  const { t, ctl, enc, fenka, owed } = await fenkaWriteWaits(resolvingWith((answer) => (fail ? notWrittenBack(answer) : answer)));
   assert.ok(ctl.meta.held["fenka-tokF"].write, "Fenka's write waits");
   fail = true;
   await ctl.resolve({ force: true });
@@ -725,11 +721,7 @@ test("a step the companion could not write back, while a write Foundry missed ea
 });
 
 test("a resolve whose answer is lost, while a write Foundry missed earlier still waits: the notice that stays names that write too", async () => {
-  const { t, ctl, enc } = await encounter();
-  const fenka = t.tokens.fenkaToken.actor;
-  lockPsp(fenka);
-  await ctl.resolve();
-  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  const { t, ctl, enc, fenka, owed } = await fenkaWriteWaits(encounter());
   const gm = t.clients.gm.svc;
   const fetch = gm.env.fetch;
   gm.env.fetch = async (url, init) => {
@@ -773,11 +765,7 @@ test("a write that fails in Foundry is held with its update, tried again before 
 });
 
 test("ending the encounter while a write Foundry missed still waits tells the GM, in a notice that stays until dismissed, which sheet lacks what: nothing tries it again", async () => {
-  const { t, ctl, enc } = await encounter();
-  const fenka = t.tokens.fenkaToken.actor;
-  lockPsp(fenka);
-  await ctl.resolve();
-  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  const { t, ctl, enc, fenka, owed } = await fenkaWriteWaits(encounter());
   assert.notEqual(psp(fenka), owed, "the sheet is behind the encounter");
   const before = t.clients.gm.notes.given.length;
   await ctl.end();
@@ -792,11 +780,7 @@ const SET_ELSEWHERE_BEHIND = (writes) => `The encounter stopped being the curren
 
 test("a macro (not the panel's End or Create) ends or replaces the encounter while a write Foundry missed waits in it: the active GM's client tells which sheet lacks what, in a notice that stays, and no other client does", async () => {
   for (const next of setElsewhereCases()) {
-    const { t, ctl, enc } = await encounter();
-    const fenka = t.tokens.fenkaToken.actor;
-    lockPsp(fenka);
-    await ctl.resolve();
-    const owed = enc.combatants.get("fenka-tokF").profile.psp;
+    const { t, ctl, enc, fenka, owed } = await fenkaWriteWaits(encounter());
     assert.ok(ctl.meta.held?.["fenka-tokF"]?.write, "the write waits");
     const before = t.clients.gm.notes.given.length;
     await setElsewhere(t, next);
@@ -822,11 +806,7 @@ test("the panel's End or Create in another GM's browser (the change marked with 
 test("a macro changes the encounter setting while End or Create here is ending the encounter in the active GM's browser: its waiting write is told once, by End or Create, not also as set elsewhere", async () => {
   for (const by of ["end", "create"]) {
     for (const next of setElsewhereCases()) {
-      const { t, ctl, enc } = await encounter();
-      const fenka = t.tokens.fenkaToken.actor;
-      lockPsp(fenka);
-      await ctl.resolve();
-      const owed = enc.combatants.get("fenka-tokF").profile.psp;
+      const { t, ctl, enc, fenka, owed } = await fenkaWriteWaits(encounter());
       assert.equal(t.clients.gm.svc.relay.isActiveGM, true);
       const before = t.clients.gm.notes.given.length;
       // A meta write under way (a hold's, a deleted token's record), which End and Create
@@ -844,11 +824,7 @@ test("a macro changes the encounter setting while End or Create here is ending t
 });
 
 test("End whose store of the ended encounter failed (the server refused it) leaves the encounter current: a macro's change of the setting later still tells its waiting write", async () => {
-  const { t, ctl, enc } = await encounter();
-  const fenka = t.tokens.fenkaToken.actor;
-  lockPsp(fenka);
-  await ctl.resolve();
-  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  const { t, ctl, enc, fenka, owed } = await fenkaWriteWaits(encounter());
   const settings = t.clients.gm.svc.game.settings;
   const set = settings.set.bind(settings);
   settings.set = (ns, key, value, options) => (key === "encounter" && !value?.id ? Promise.reject(new Error("the server refused the write")) : set(ns, key, value, options));
@@ -862,11 +838,7 @@ test("End whose store of the ended encounter failed (the server refused it) leav
 });
 
 test("a macro changes the encounter setting after a waiting write was put right on the sheet by hand: nothing is told of it", async () => {
-  const { t, ctl, enc } = await encounter();
-  const fenka = t.tokens.fenkaToken.actor;
-  lockPsp(fenka);
-  await ctl.resolve();
-  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  const { t, ctl, enc, fenka, owed } = await fenkaWriteWaits(encounter());
   assert.deepEqual(Object.keys(ctl.meta.held["fenka-tokF"].write.update), ["flags.mindscape.revised-2e.psp"]);
   // The GM sets the value by hand (the sheet's lock is the module's writes only).
   fenka.flags.mindscape["revised-2e"].psp = owed;
@@ -878,14 +850,12 @@ test("a macro changes the encounter setting after a waiting write was put right 
 });
 
 test("End tells a waiting write's Foundry deletion (-=key) as a field to remove, not as a value null to set", async () => {
+  // The answer is changed once `t` is known: fenkaWriteWaits resolves before it gives `t`.
   const { t, ctl, enc } = await resolvingWith((answer) => {
     for (const u of answer.results.flatMap((r) => r.updates)) if (u.uuid === t.tokens.fenkaToken.actor.uuid) u.update["flags.mindscape.revised-2e.-=stunned"] = null;
     return answer;
   });
-  const fenka = t.tokens.fenkaToken.actor;
-  lockPsp(fenka);
-  await ctl.resolve();
-  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  const { fenka, owed } = await fenkaWriteWaits({ t, ctl, enc });
   const before = t.clients.gm.notes.given.length;
   await ctl.end();
   const told = t.clients.gm.notes.given.slice(before);
@@ -950,11 +920,7 @@ test("a double click on End while a write Foundry missed still waits ends the en
 });
 
 test("a new encounter that replaces one whose write Foundry missed still waits (the companion no longer knows it, so the panel offers Create) tells the GM which sheet lacks what, as End does, in words of a replaced encounter (nobody ended it)", async () => {
-  const { t, ctl, enc } = await encounter();
-  const fenka = t.tokens.fenkaToken.actor;
-  lockPsp(fenka);
-  await ctl.resolve();
-  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  const { t, ctl, enc, fenka, owed } = await fenkaWriteWaits(encounter());
   assert.ok(ctl.meta.held?.["fenka-tokF"]?.write, "the write waits");
   const before = t.clients.gm.notes.given.length;
   await ctl.create([t.tokens.ulcenToken.uuid], "Next");
@@ -967,13 +933,9 @@ test("Create pressed while End is still ending the encounter: End tells its wait
   const deleted = new Promise((resolve) => { deleting = resolve; });
   let askedDelete;
   const deleteAsked = new Promise((resolve) => { askedDelete = resolve; });
-  const { t, ctl, enc } = await encounter({
+  const { t, ctl, enc, fenka, owed } = await fenkaWriteWaits(encounter({
     methods: (m) => ({ ...m, "encounter.delete": async () => { askedDelete(); await deleted; return true; } }),
-  });
-  const fenka = t.tokens.fenkaToken.actor;
-  lockPsp(fenka);
-  await ctl.resolve();
-  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  }));
   const before = t.clients.gm.notes.given.length;
   const ending = ctl.end();
   await deleteAsked;
@@ -1132,7 +1094,7 @@ test("End pressed while the companion resolves a step it then cannot write back:
   let asked;
   const asking = new Promise((resolve) => { asked = resolve; });
   let slow = false;
-  const { t, ctl, enc } = await encounter({
+  const { t, ctl, enc, fenka, owed } = await fenkaWriteWaits(encounter({
     methods: (m) => ({
       ...m,
       "encounter.resolve": async (p) => {
@@ -1143,11 +1105,7 @@ test("End pressed while the companion resolves a step it then cannot write back:
         return notWrittenBack(answer);
       },
     }),
-  });
-  const fenka = t.tokens.fenkaToken.actor;
-  lockPsp(fenka);
-  await ctl.resolve();
-  const owed = enc.combatants.get("fenka-tokF").profile.psp;
+  }));
   slow = true;
   const resolving = ctl.resolve({ force: true });
   await asking;
@@ -1512,6 +1470,19 @@ function lockPsp(actor) {
     return update(changes, options);
   };
   return lock;
+}
+
+/**
+ * The encounter `opened` (a promise of `encounter()` or a variant's `{ t, ctl, enc }`),
+ * resolved once with Fenka's sheet refusing its PSPs: her write waits, held. Gives the
+ * encounter with `fenka` (her actor) and `owed`, the PSPs the companion has and her sheet lacks.
+ */
+async function fenkaWriteWaits(opened) {
+  const ready = await opened;
+  const fenka = ready.t.tokens.fenkaToken.actor;
+  lockPsp(fenka);
+  await ready.ctl.resolve();
+  return { ...ready, fenka, owed: ready.enc.combatants.get("fenka-tokF").profile.psp };
 }
 
 test("an undo that lands on a held sheet ends the hold: the failed write is not tried again over it", async () => {

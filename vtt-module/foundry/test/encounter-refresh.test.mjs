@@ -2432,14 +2432,23 @@ test("every selected creature already in the encounter, which stopped being the 
   }
 });
 
+/**
+ * failingGoblinAdd whose encounter.add of the goblin, on its way, meets the encounter
+ * ended in the companion and `next` set outside this browser, and the goblin's token
+ * deleted: the companion refuses it as it no longer knows the encounter (NotFound).
+ */
+const goblinLostElsewhere = (next) => failingGoblinAdd({
+  fail: ADD_FAILURES["an encounter the companion no longer knows, which nobody here ended (NotFound)"].fail,
+  meanwhile: async (t) => {
+    await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });
+    await setElsewhere(t, next);
+    removeDocs(t, t.tokens.goblinToken);
+  },
+});
+
 test("the encounter ended or replaced outside this browser while add's first encounter.add is on its way, the companion refusing it (NotFound) and its token deleted meanwhile: no NotFound error (its 'start a new encounter' untrue with another current), and the tokens skipped as already in that encounter are named in a notice that stays", async () => {
   for (const [next, words] of [[elsewhere(), alreadyAllElsewhere.other], [{}, alreadyAllElsewhere.none]]) {
-    const meanwhile = async (t) => {
-      await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });
-      await setElsewhere(t, next);
-      removeDocs(t, t.tokens.goblinToken);
-    };
-    const { t, ctl } = await failingGoblinAdd({ fail: ADD_FAILURES["an encounter the companion no longer knows, which nobody here ended (NotFound)"].fail, meanwhile });
+    const { t, ctl } = await goblinLostElsewhere(next);
     const before = t.clients.gm.notes.given.length;
     await ctl.add([t.tokens.ulcenToken.uuid, t.tokens.goblinToken.uuid]);
     assert.deepEqual(ctl.meta, next, "what was set elsewhere stays");
@@ -2450,12 +2459,7 @@ test("the encounter ended or replaced outside this browser while add's first enc
 
 test("the encounter ended or replaced outside this browser while add's encounter.add of the only selected token is on its way, the companion refusing it (NotFound) and the token deleted meanwhile: the GM is told that nothing was added and why, not nothing at all, and no NotFound error", async () => {
   for (const next of [elsewhere(), {}]) {
-    const meanwhile = async (t) => {
-      await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });
-      await setElsewhere(t, next);
-      removeDocs(t, t.tokens.goblinToken);
-    };
-    const { t, ctl } = await failingGoblinAdd({ fail: ADD_FAILURES["an encounter the companion no longer knows, which nobody here ended (NotFound)"].fail, meanwhile });
+    const { t, ctl } = await goblinLostElsewhere(next);
     const before = t.clients.gm.notes.given.length;
     await ctl.add([t.tokens.goblinToken.uuid]);
     assert.deepEqual(ctl.meta, next, "what was set elsewhere stays");

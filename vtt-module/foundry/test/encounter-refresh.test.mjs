@@ -2354,6 +2354,16 @@ test("the encounter ended or replaced outside this browser while tokens are adde
   }
 });
 
+/** Link Fenka's token to her actor, and give her a second linked token, which it gives back. */
+function fenkaLinkedTwice(t) {
+  const again = t.world.token({ id: "tokF3", name: "Fenka", actor: t.actors.fenka });
+  for (const token of [t.tokens.fenkaToken, again]) {
+    token.actor = t.actors.fenka;
+    token.actorLink = true;
+  }
+  return again;
+}
+
 test("the encounter replaced outside this browser while tokens are added, the companion then refusing the next token (NotFound): the tokens never sent are named once each, without those whose creature is in the encounter already, which add would not have sent: those are named as already in it (as the tokens skipped before the refusal are), but for a creature the companion took in this add", async () => {
   const next = elsewhere();
   const meanwhile = async (t) => {
@@ -2362,11 +2372,7 @@ test("the encounter replaced outside this browser while tokens are added, the co
   };
   const { t, ctl } = await failingGoblinAdd({ fail: ADD_FAILURES["an encounter the companion no longer knows, which nobody here ended (NotFound)"].fail, meanwhile });
   // Fenka's token again, and Ulcen's, whom Create put in the encounter: both would be skipped as already in.
-  const again = t.world.token({ id: "tokF3", name: "Fenka", actor: t.actors.fenka });
-  t.tokens.fenkaToken.actor = t.actors.fenka;
-  t.tokens.fenkaToken.actorLink = true;
-  again.actor = t.actors.fenka;
-  again.actorLink = true;
+  const again = fenkaLinkedTwice(t);
   const before = t.clients.gm.notes.given.length;
   await ctl.add([t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid, again.uuid, t.tokens.ulcenToken.uuid, t.tokens.goblinToken.uuid]);
   const unsent = "Not added, as the companion no longer knows that encounter: Goblin; select their tokens too.";
@@ -2378,11 +2384,7 @@ test("the encounter ended or replaced outside this browser while tokens are adde
     // The companion takes the goblin (the encounter set elsewhere meanwhile), then refuses nothing.
     const { t, ctl } = await failingGoblinAdd({ meanwhile: (t) => setElsewhere(t, next) });
     // Fenka linked, and a second token of hers after the goblin: skipped, as the companion took her just now.
-    const again = t.world.token({ id: "tokF3", name: "Fenka", actor: t.actors.fenka });
-    t.tokens.fenkaToken.actor = t.actors.fenka;
-    t.tokens.fenkaToken.actorLink = true;
-    again.actor = t.actors.fenka;
-    again.actorLink = true;
+    const again = fenkaLinkedTwice(t);
     const before = t.clients.gm.notes.given.length;
     await ctl.add([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid, again.uuid]);
     assert.deepEqual(ctl.meta, next, "what was set elsewhere stays");

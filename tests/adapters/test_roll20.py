@@ -1489,7 +1489,7 @@ def test_the_mod_scripts_json_fields_are_those_whose_null_the_adapters_take_as_n
 
 
 def test_the_mod_scripts_whole_numbers_are_those_to_int_reads() -> None:
-    """Mindscape.js ``sheetInt`` reads a number as ``to_int`` does: its ``INT_TEXT`` is
+    """Mindscape.js ``sheetPoints`` reads a number as ``to_int`` does: its ``INT_TEXT`` is
     ``_INT_TEXT`` with Python's ``\\d`` spelled ``\\p{Nd}`` (JavaScript's ``\\d`` is ASCII
     only), which is the same class; and ``digitValue`` takes a digit's value as its
     distance from the first digit of its block, modulo ten, which is what ``int()`` makes

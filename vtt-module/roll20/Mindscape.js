@@ -887,8 +887,9 @@ var Mindscape = Mindscape || (() => {
     'combat-strength': { 'thought-shield': 'shield-thoughts' },
   };
 
-  // Whether an attribute's value counts for the companion's adapters, which take only an
-  // empty one as absent (adapters/roll20.py: spaces are a value, and name no mode).
+  // Whether an attribute's value is there at all: the adapters take an empty one as
+  // absent. For a list, a flag or a choice (TEXT_FIELDS) that is all: spaces are a value
+  // there (a list naming no mode); a number, a ref or JSON needs more (filled, givesField).
   const holds = (value) => value !== undefined && value !== null && value !== '';
 
   // Text without the spaces at its ends, as the adapters' Python str.strip() takes them
@@ -904,18 +905,19 @@ var Mindscape = Mindscape || (() => {
   // parse_json_text read text of only spaces as no value).
   const filled = (value) => holds(value) && strip(value) !== '';
 
-  // A whole number as the adapters' to_int reads an attribute's value (adapters/core.py):
-  // a number that is whole, or text that, stripped, is a sign and 1 to 9 digits of any
-  // script (_INT_TEXT: Python's \d and int() read U+0665 and U+FF15 as 5), from `lo` to
-  // `hi` as the field's type bounds it. undefined where it holds none (nothing, or only
-  // spaces); null where to_int refuses it ("5.0", "1e1", "0x10", "Infinity", ten digits,
-  // a fraction, a boolean, a number out of bounds), and with it the companion the sheet.
+  // PSPs or an attack or defense strength as the adapters' to_int reads an attribute's
+  // value (adapters/core.py): a number that is whole, or text that, stripped, is a sign
+  // and 1 to 9 digits of any script (_INT_TEXT: Python's \d and int() read U+0665 and
+  // U+FF15 as 5), from 0 to POINTS_MOST (_INT0). undefined where it holds none (nothing,
+  // or only spaces); null where to_int refuses it ("5.0", "1e1", "0x10", "Infinity", ten
+  // digits, a fraction, a boolean, -5, 20000), and with it the companion the sheet.
   // Number() would read those texts as numbers, and other scripts' digits as none.
-  // tests/adapters/test_roll20.py checks INT_TEXT against _INT_TEXT and
-  // digitValue's rule against int() for every digit Python knows. A digit of a script
-  // Unicode added after the companion's Python reads here and is refused there: that
-  // sheet is refused anyway.
+  // tests/adapters/test_roll20.py checks INT_TEXT against _INT_TEXT, digitValue's rule
+  // against int() for every digit Python knows, and POINTS_MOST against the fields'
+  // bounds. A digit of a script Unicode added after the companion's Python reads here
+  // and is refused there: that sheet is refused anyway.
   const INT_TEXT = /^[+-]?\p{Nd}{1,9}$/u;
+  const POINTS_MOST = 10000;
   const DIGIT = /^\p{Nd}$/u;
   // Unicode keeps each script's digits 0 to 9 in a run of ten, and runs side by side
   // (the mathematical digits) each start where the one before ends: a digit's value is
@@ -926,23 +928,19 @@ var Mindscape = Mindscape || (() => {
     while (DIGIT.test(String.fromCodePoint(first - 1))) first -= 1;
     return (at - first) % 10;
   };
-  const readInt = (value) => {
+  const sheetPoints = (value) => {
     if (value === undefined || value === null) return undefined;
-    if (typeof value === 'number') return Number.isInteger(value) ? value : null;
-    if (typeof value !== 'string') return null;
-    const text = strip(value);
-    if (text === '') return undefined;
-    if (!INT_TEXT.test(text)) return null;
-    const number = Array.from(text.replace(/^[+-]/, '')).reduce((sum, digit) => sum * 10 + digitValue(digit), 0);
-    return text[0] === '-' ? -number : number;
+    let number = typeof value === 'number' && Number.isInteger(value) ? value : null;
+    if (typeof value === 'string') {
+      const text = strip(value);
+      if (text === '') return undefined;
+      if (INT_TEXT.test(text)) {
+        number = Array.from(text.replace(/^[+-]/, '')).reduce((sum, digit) => sum * 10 + digitValue(digit), 0);
+        if (text[0] === '-') number = -number;
+      }
+    }
+    return number !== null && number >= 0 && number <= POINTS_MOST ? number : null;
   };
-  const sheetInt = (value, lo = -Infinity, hi = Infinity) => {
-    const number = readInt(value);
-    return typeof number === 'number' && (number < lo || number > hi) ? null : number;
-  };
-  // PSPs and attack and defense strengths are 0 to 10000 (adapters/core.py _INT0; checked
-  // by tests/adapters/test_roll20.py): a PSP of -5 or a strength of 20000 is refused.
-  const POINTS_MOST = 10000;
 
   // The combatant fields whose text of only spaces the adapters take as given (holds):
   // a list of modes, conditions or spell levels (split_names: then a list naming none),
@@ -1005,7 +1003,7 @@ var Mindscape = Mindscape || (() => {
 
   // combat-strength: whether the companion counts a fighter psionic: psi_psionic (or its
   // mapped attribute) when it says so, else any attack or defense strength (adapters/core.py
-  // finish: the maxima, else the current values), each read as to_int reads it (sheetInt).
+  // finish: the maxima, else the current values), each read as to_int reads it (sheetPoints).
   // A strength the companion refuses counts as none: it then refuses the sheet whatever
   // is offered, and its refusal names the attribute when a button is pressed.
   const psionicStrength = (sent) => {
@@ -1016,7 +1014,7 @@ var Mindscape = Mindscape || (() => {
     const strength = (field) => {
       const most = storedField(sent, `${field}_max`);
       const value = most === undefined ? storedField(sent, field) : most;
-      return sheetInt(value, 0, POINTS_MOST) || 0;
+      return sheetPoints(value) || 0;
     };
     return strength('attack_strength') + strength('defense_strength') > 0;
   };
@@ -2259,7 +2257,7 @@ var Mindscape = Mindscape || (() => {
       .map((field) => String(mapping[field]).replace(/\|max$/i, '').toLowerCase()));
     // PSPs above 0, or a box the companion refuses (null).
     const points = (value) => {
-      const read = sheetInt(value, 0, POINTS_MOST);
+      const read = sheetPoints(value);
       return read === null || read > 0;
     };
     return attribs.some((a) => {

@@ -2270,12 +2270,25 @@ test("a token's sheet the companion refuses when tokens are added (power-pool's 
   const before = t.clients.gm.notes.given.length;
   gm.notifyError(error);
   assert.deepEqual(t.clients.gm.notes.given.slice(before).map((n) => [n.kind, n.text]), [["error",
-    `Mindscape could not add Goblin Scout to the encounter from its sheet: The companion rejected the request: /combatant/data/actor/flags/mindscape/power-pool/controlling/1/wave: wave label "skum" is also the id of a creature held on its own in the same controlling. Check the actor's psionic profile (sheet header › Psionic profile).`]]);
+    `Mindscape could not add Goblin Scout to the encounter: The companion rejected the request: /combatant/data/actor/flags/mindscape/power-pool/controlling/1/wave: wave label "skum" is also the id of a creature held on its own in the same controlling. Check the actor's psionic profile (sheet header › Psionic profile).`]]);
   // Fenka, taken before it, is stored first.
   assert.deepEqual(Object.keys(ctl.meta.combatants), ["ulcen", "fenka-tokF"]);
   // Create from selected tokens adds them so too.
   const created = await ctl.create([t.tokens.goblinToken.uuid], "Again").catch((e) => e);
   assert.ok(created instanceof AddRefusedError && created.data.name === "Goblin Scout", String(created));
+});
+
+test("a token the companion refuses when tokens are added as the encounter holds max_combatants already (−32602 at /combatant, not at its sheet): the GM's error names that token, and does not say its sheet was refused", async () => {
+  // What the companion answers (encounter.add's limit, methods/encounter.py): the whole combatant, no field of the sheet.
+  const full = { path: "/combatant", message: "an encounter holds at most 64 combatants (limit max_combatants)" };
+  const { t, ctl } = await failingGoblinAdd({ fail: () => { throw { code: -32602, message: "Invalid params", data: { errors: [full] } }; } });
+  const error = await ctl.add([t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid]).catch((e) => e);
+  assert.ok(error instanceof AddRefusedError && error.data.name === "Goblin", String(error));
+  const before = t.clients.gm.notes.given.length;
+  t.clients.gm.svc.notifyError(error);
+  const [told] = t.clients.gm.notes.given.slice(before);
+  const said = "Mindscape could not add Goblin to the encounter: The companion rejected the request: /combatant: an encounter holds at most 64 combatants (limit max_combatants).";
+  assert.ok(told.kind === "error" && told.text.startsWith(said), told.text);
 });
 
 test("a token's encounter.add failing for what is not its sheet (an encounter the companion does not know, the connection lost, the companion's own fault) is not told as its sheet refused", async () => {

@@ -621,8 +621,9 @@ export class EncounterController {
    * Any other failure at a token (a sheet the companion refuses, a
    * lost connection, the token deleted since it was selected) stops the tokens after it; those the companion
    * took before it are stored all the same, as at the end (`keepAdded`), before the error
-   * is thrown (a refused sheet's, −32602 or 4001, as an `AddRefusedError` that names its
-   * token: with several selected, the companion's words alone do not say whose): else they
+   * is thrown (a refused token's, −32602 or 4001, its sheet or a full encounter, as an
+   * `AddRefusedError` that names it: with several selected, the companion's words alone
+   * do not say which): else they
    * would be in the companion's encounter but not in the panel, and
    * the companion would refuse to add them again. Should storing them fail too, the GM is
    * told of that and the failure is thrown all the same; but when the companion refused a
@@ -671,7 +672,8 @@ export class EncounterController {
         // End pressed meanwhile (or a new encounter replaced it), and the companion forgot
         // the encounter: End (or Create) told the GM, and nothing is stored (`keepAdded`).
         // Any other failure reaches the GM once the tokens taken before it are stored,
-        // a sheet the companion refused by its token's name, as the other notices of add.
+        // a token the companion refused (its sheet, a full encounter) by its name, as the
+        // other notices of add.
         if (!this.forgotten(meta.id, error)) {
           failure = error instanceof InvalidParamsError || error instanceof RulesError ? AddRefusedError.of(token?.name ?? actor.name, error, this.svc.t) : error;
           unsent = tokenUuids.slice(at);

@@ -155,7 +155,7 @@ export class OtherGMError extends MindscapeError {
 }
 
 /**
- * The companion refused to take a creature from its sheet into the encounter: the root
+ * The companion refused to take a creature into the encounter: the root
  * of the two errors below, which say when (never thrown itself). `data`: `{name,
  * problem}`, the creature's name and the refusal in words; `cause` is the companion's own
  * error. `of` makes one from that error.
@@ -188,9 +188,10 @@ export class RefreshRefusedError extends SheetRefusedError {
 }
 
 /**
- * The companion refused a selected token's sheet when it was added to the encounter
- * (`encounter.add`: −32602, or 4001), so neither it nor the tokens selected after it
- * were added. `data.name`: the token's name (else its actor's).
+ * The companion refused a selected token when it was added to the encounter
+ * (`encounter.add`: −32602, or 4001: its sheet, or an encounter that holds
+ * `max_combatants` already), so neither it nor the tokens selected after it were added.
+ * `data.name`: the token's name (else its actor's).
  */
 export class AddRefusedError extends SheetRefusedError {
   constructor(data, cause) { super("MINDSCAPE.Error.AddRefused", data, cause); }

@@ -2287,8 +2287,8 @@ test("a token the companion refuses when tokens are added as the encounter holds
   const before = t.clients.gm.notes.given.length;
   t.clients.gm.svc.notifyError(error);
   const [told] = t.clients.gm.notes.given.slice(before);
-  const said = "Mindscape could not add Goblin to the encounter: The companion rejected the request: /combatant: an encounter holds at most 64 combatants (limit max_combatants).";
-  assert.ok(told.kind === "error" && told.text.startsWith(said), told.text);
+  const said = "Mindscape could not add Goblin to the encounter: The companion refused this for the encounter as a whole, not for a sheet: /combatant: an encounter holds at most 64 combatants (limit max_combatants).";
+  assert.deepEqual([told.kind, told.text], ["error", said]);
 });
 
 test("a token's encounter.add failing for what is not its sheet (an encounter the companion does not know, the connection lost, the companion's own fault) is not told as its sheet refused", async () => {

@@ -107,6 +107,16 @@ test("what was asked is the attack, the defense, a round's choices and the hours
   for (const path of ["/defender/data/actor/flags/mindscape/combat-strength/defense", "/hoursLeft", "/attacker/data"]) assert.match(told(path), /Check the actor's psionic profile/, path);
 });
 
+test("a -32602 about the encounter as a whole (every problem at exactly /combatant: a full encounter, a system that cannot take a combatant again) does not send the user to the actor's profile; one below /combatant still does", () => {
+  const told = (...problems) => E.describeError(E.errorFromRpc({ code: -32602, message: "Invalid params", data: { errors: problems } }), i18n);
+  const full = { path: "/combatant", message: "an encounter holds at most 64 combatants (limit max_combatants)" };
+  const again = { path: "/combatant", message: "system x cannot take a combatant again during an encounter" };
+  assert.equal(told(full), "The companion refused this for the encounter as a whole, not for a sheet: /combatant: an encounter holds at most 64 combatants (limit max_combatants).");
+  assert.equal(told(full, again), "The companion refused this for the encounter as a whole, not for a sheet: /combatant: an encounter holds at most 64 combatants (limit max_combatants); /combatant: system x cannot take a combatant again during an encounter.");
+  for (const path of ["/combatant/id", "/combatant/data/actor/flags/mindscape/revised-2e/psp", "/combatants", "/combatantX"]) assert.match(told({ path, message: "bad" }), /^The companion rejected the request: .*Check the actor's psionic profile/, path);
+  assert.match(told(full, { path: "/combatant/mthac0", message: "must be at most 20" }), /Check the actor's psionic profile/);
+});
+
 test("an unexpected failure is told by its message alone", () => {
   assert.equal(E.describeError(new TypeError("x is not a function"), i18n), "Mindscape failed: x is not a function");
   assert.equal(E.describeError("lost", i18n), "Mindscape failed: lost");

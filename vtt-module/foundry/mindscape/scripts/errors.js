@@ -282,6 +282,10 @@ export function describeError(error, i18n) {
       // Problems only in what was asked (the attack, the defense, the round's choices,
       // the hours), none in a sheet: the profile is not what to check.
       if (problems.length && problems.every((p) => /^\/(attack|defense|choices|hours)(\/|$)/.test(String(p.path ?? "")))) key = "MINDSCAPE.Error.InvalidRequest";
+      // Problems only at the combatant as a whole, none in its fields (an encounter that
+      // holds max_combatants already, a system that cannot take a combatant again): the
+      // encounter refused it, not the sheet.
+      else if (problems.length && problems.every((p) => p.path === "/combatant")) key = "MINDSCAPE.Error.InvalidForEncounter";
     }
     return plainText(i18n.format(key, withPlaceholders(i18n.localize(key), data)));
   }

@@ -37,7 +37,11 @@ ON_PURPOSE: dict[tuple[str, str], str] = {
 def recorded_calls(path: Path) -> list[tuple[str, str, dict[str, Any]]]:
     """(client, test file, call) for every call recorded, batches taken apart."""
     calls = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    # One JSON text a line; split at "\n" alone: str.splitlines() also splits at U+0085,
+    # U+2028 and the like, which JSON.stringify leaves as they are inside a sheet's value.
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        if not line:
+            continue
         entry = json.loads(line)
         body = entry["body"]
         for call in body if isinstance(body, list) else [body]:

@@ -4359,6 +4359,15 @@ test('!psi encounter status names a held character\'s values as its sheet\'s att
   assert.doesNotMatch(told, /its token's bar|its character's sheet|own record/);
 });
 
+// The GM's `!psi encounter status` whisper, the companion's encounter.get answering with
+// `combatants` (its view of each fighter) at `revision`.
+const statusWith = (ctx, combatants, revision) => {
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  const get = lastRequest(ctx.sb);
+  answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision, waiting_for: [], combatants } });
+  return whispersTo(ctx.sb, 'gm').at(-1);
+};
+
 // adapters/roll20.py: a field a generic mapping does not name is read from and written
 // to its psi_* attribute (state_attribute), PSP's maximum as psi_psp's max.
 test('!psi encounter status names HP and PSP that a generic mapping leaves out as the psi_* attributes the companion writes them to, for a character and an unlinked token', () => {
@@ -4366,12 +4375,7 @@ test('!psi encounter status names HP and PSP that a generic mapping leaves out a
   const step = resolveNow(ctx);
   answer(ctx, step.id, stepAnswer(ctx, step, 3, UNMADE));
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi config --adapter roll20.generic --attr hp=Life' });
-  const status = (c, combatants) => {
-    c.sb.chat({ playerid: GM, content: '!psi encounter status' });
-    const get = lastRequest(c.sb);
-    answer(c, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 3, waiting_for: [], combatants } });
-    return whispersTo(c.sb, 'gm').at(-1);
-  };
+  const status = (c, combatants) => statusWith(c, combatants, 3);
   const fenka = { psp: 19, psp_max: 30, hp: 11, mind: { state: 'open' } };
   assert.match(status(ctx, { [ctx.ulcen.id]: { hp: 40 }, [ctx.fenka.id]: fenka }), /<br>Fenka: psi_psp 19, max 30; Life 11; mind open<\/div>$/);
   // PSP named, its maximum not: the maximum is psi_psp's.
@@ -4395,12 +4399,7 @@ test('!psi encounter status names the PSP of a held fighter whose sheet has no P
   const ctx = campaign();
   encounterOf(ctx, [ctx.tokens.fenka, ctx.tokens.ogre]);
   ctx.sb.attribute(ctx.fenka.id, 'PSP').remove();
-  const status = (combatants) => {
-    ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
-    const get = lastRequest(ctx.sb);
-    answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 4, waiting_for: [], combatants } });
-    return whispersTo(ctx.sb, 'gm').at(-1);
-  };
+  const status = (combatants) => statusWith(ctx, combatants, 4);
   // The write-back the companion makes for Fenka now lands on psi_psp, created on her sheet.
   const first = resolveNow(ctx);
   roundAnswer(ctx, first, 1, 3, { updates: [{ character_id: ctx.fenka.id, attributes: { psi_psp: { current: 5, max: 7 } } }] });
@@ -4434,12 +4433,7 @@ test('!psi encounter status names the PSP of a held fighter whose sheet has no P
 test('!psi encounter status names a held fighter\'s HP and PSP where the AD&D 2E Revised adapter writes them back: past a psi_psp of spaces, on HP from HP_max, the PSP maximum on PSP_max, as the sheet spells them', () => {
   const ctx = campaign();
   encounterOf(ctx, [ctx.tokens.fenka, ctx.tokens.ulcen]);
-  const status = (combatants) => {
-    ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
-    const get = lastRequest(ctx.sb);
-    answer(ctx, get.id, { jsonrpc: '2.0', id: get.id, result: { id: 'enc-1', phase: 'declare', revision: 4, waiting_for: [], combatants } });
-    return whispersTo(ctx.sb, 'gm').at(-1);
-  };
+  const status = (combatants) => statusWith(ctx, combatants, 4);
   const step = resolveNow(ctx);
   roundAnswer(ctx, step, 1, 3, UNMADE);
   ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_psp', current: '  ', max: ' ' });

@@ -89,26 +89,29 @@ def refused_where_read(ref: ImportedRef, exc: InvalidInput, under: str = ""
     encounter's ``/combatant``), with each problem moved to the place in the sheet the
     adapter read the field from: ``<ref.path>/data<source>``, or below it when the value
     was taken as it stands there (an object in Foundry flags). A field derived or
-    defaulted, read from no one place, keeps ``/combatant/<field>...``; a problem not
-    below ``under`` keeps its path. The engine's messages are kept as they are."""
+    defaulted, read from no one place, keeps ``<under>/<field>...`` (without ``under``,
+    ``/combatant/<field>...``: where ``adapters.import`` answers with the combatant); a
+    problem not below ``under`` keeps its path. The engine's messages are kept as they
+    are."""
     problems = []
     for p in exc.problems:
         if under and not (p.path == under or p.path.startswith(f"{under}/")):
             problems.append(p)
         else:
-            problems.append(Problem(_source_of(ref, p.path[len(under):]), p.message))
+            problems.append(Problem(_source_of(ref, p.path[len(under):], under or "/combatant"),
+                                    p.message))
     return type(exc)(problems)
 
 
-def _source_of(ref: ImportedRef, path: str) -> str:
+def _source_of(ref: ImportedRef, path: str, derived_under: str) -> str:
     """A problem's path in the combatant (``/<field>...``) as the place in ``/data`` the
     adapter read the field from (``/<field>/<key>...`` below it when the value was
-    taken as it stands there, an object in Foundry flags); ``/combatant/<field>...``
+    taken as it stands there, an object in Foundry flags); below ``derived_under``
     when it was derived or defaulted."""
     field, _, rest = path[1:].partition("/") if path.startswith("/") else ("", "", "")
     source = ref.sources.get(field)
     if source is None:
-        return f"/combatant{path}"
+        return f"{derived_under}{path}"
     if rest and field in ref.combatant and _at(ref.data, source) == ref.combatant[field]:
         return f"{ref.path}/data{source}/{rest}"
     return f"{ref.path}/data{source}"

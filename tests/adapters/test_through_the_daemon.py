@@ -8,7 +8,10 @@ import copy
 import json
 from typing import Any
 
+import adapters
+from companion.combatants import ImportedRef, refused_where_read
 from engine import builtin_systems
+from engine.errors import InvalidInput, Problem
 from tests.companion.conftest import Rpc
 
 from .support import apply_foundry, apply_roll20, attr, load
@@ -348,6 +351,27 @@ async def test_an_encounter_refuses_a_sheet_where_the_adapter_read_the_field(
         assert error["code"] == -32602
         assert error["data"]["errors"] == refused
         assert (await rpc.ok("encounter.get", {"id": eid}))["revision"] == 1
+
+
+def test_a_refused_field_read_from_no_one_place_stays_under_the_member_that_gave_it(
+        ) -> None:
+    """refused_where_read moves a problem to the place in `data` the adapter read the
+    field from; a field the adapter derived or defaulted (no source) stays under the
+    place the combatant was checked at (`under`), `/combatant` when none was given
+    (adapters.import answers with the combatant there); a problem of another member
+    keeps its path."""
+    ref = ImportedRef("/attacker", "attacker", adapters.get("roll20.adnd2e-revised"),
+                      roll20_psionicist("50", "40"), {"id": "-Mx1", "psp": 50, "psp_max": 40},
+                      (), {"psp": "/attribs/0/current"})
+    refused = InvalidInput([Problem("/attacker/psp", "too many"),
+                            Problem("/attacker/mthac0", "derived"),
+                            Problem("/defender/psp", "another's")])
+    assert [(p.path, p.message) for p in refused_where_read(ref, refused, "/attacker").problems] \
+        == [("/attacker/data/attribs/0/current", "too many"), ("/attacker/mthac0", "derived"),
+            ("/defender/psp", "another's")]
+    alone = InvalidInput([Problem("/psp", "too many"), Problem("/mthac0", "derived")])
+    assert [p.path for p in refused_where_read(ref, alone).problems] \
+        == ["/attacker/data/attribs/0/current", "/combatant/mthac0"]
 
 
 async def test_adapters_import_reports_every_refused_value_each_at_its_place(

@@ -1519,3 +1519,89 @@ def test_the_mod_scripts_whole_numbers_are_those_to_int_reads() -> None:
         for name in names:
             ftype = adapters.core.FIELDS[system][name]
             assert (ftype.lo, ftype.hi) == (0, int(most.group(1))), name
+
+
+def _script_set(name: str) -> set[str]:
+    """The names a ``const NAME = new Set([...])`` of Mindscape.js lists."""
+    script = (Path(__file__).parents[2] / "vtt-module/roll20/Mindscape.js").read_text()
+    found = re.search(rf"const {name} = new Set\(\[([^\]]*)\]\)", script)
+    assert found, f"Mindscape.js no longer has {name}"
+    return set(re.findall(r"'([a-z_]+)'", found.group(1)))
+
+
+def test_the_mod_scripts_list_fields_are_the_text_fields_whose_spaces_name_nothing() -> None:
+    """Mindscape.js ``LIST_FIELDS`` are the fields of ``TEXT_FIELDS`` whose text of only
+    spaces the adapters read as a list naming nothing, so a round's end leaves out a
+    fighter with only that (``hasPsionics``); the others, a flag or a choice, refuse it,
+    so the fighter is sent for the refusal to name the attribute."""
+    lists, texts = _script_set("LIST_FIELDS"), _script_set("TEXT_FIELDS")
+    assert lists <= texts
+    for spaces in ("   ", "\u3000", "\x85\x1c"):
+        for system, fields in adapters.core.FIELDS.items():
+            for name in set(fields) & texts:
+                draft = adapters.core.Draft(system)
+                if name in lists:
+                    assert adapters.core.decode(system, name, spaces, "/x", draft) == [], name
+                else:
+                    with pytest.raises(InvalidInput):
+                        adapters.core.decode(system, name, spaces, "/x", draft)
+
+
+def test_the_mod_scripts_empty_states_are_those_the_engine_takes_for_none() -> None:
+    """Mindscape.js ``EMPTY_STATE`` gives, for fields of ``JSON_FIELDS``, the empty JSON
+    that a character's ``psi_*`` attribute may hold (the write-back writes "{}" once a
+    daze's rounds are out) and that makes the same combatant as no attribute at all, so
+    a round's end leaves out a fighter with only that. Every other JSON field refuses an
+    empty object and an empty list."""
+    script = (Path(__file__).parents[2] / "vtt-module/roll20/Mindscape.js").read_text()
+    found = re.search(r"const EMPTY_STATE = \{([^}]*(?:\{\}[^}]*)*)\};", script)
+    assert found, "Mindscape.js no longer has EMPTY_STATE"
+    empty = dict(re.findall(r"([a-z_]+): '([^']*)'", found.group(1)))
+    json_fields = _script_set("JSON_FIELDS")
+    assert set(empty) <= json_fields
+    systems = builtin_systems()
+    for system, fields in adapters.core.FIELDS.items():
+        for name in set(fields) & json_fields:
+            for text in ("{}", "[]"):
+                data = monster(**{f"psi_{name}": text})
+                plain = systems[system].combatant(SHEET.import_(monster(), system).combatant)
+                if empty.get(name) == text:
+                    got = systems[system].combatant(SHEET.import_(data, system).combatant)
+                    assert got == plain, (system, name)
+                else:
+                    with pytest.raises(InvalidInput):
+                        systems[system].combatant(SHEET.import_(data, system).combatant)
+
+
+def test_the_mod_scripts_state_pairs_are_state_attribute() -> None:
+    """Mindscape.js ``STATE_PAIRS`` lists the fields ``state_attribute`` keeps as the
+    current and maximum of one attribute, where they are; every other field is kept in
+    ``psi_<field>``'s current. Its ``stateField`` reads them back from an attribute's
+    part, and reads no other maximum (nor ``psi_psp_max``)."""
+    script = (Path(__file__).parents[2] / "vtt-module/roll20/Mindscape.js").read_text()
+    found = re.search(r"const STATE_PAIRS = \{([^}]*)\};", script)
+    assert found, "Mindscape.js no longer has STATE_PAIRS"
+    pairs = {name: (attr, part) for name, attr, part in
+             re.findall(r"([a-z_]+): \['([a-z_]+)', '([a-z]+)'\]", found.group(1))}
+    kept = {name: adapters.roll20.state_attribute(name) for name in adapters.core.ALL_FIELDS}
+    shared = {attr for attr, part in kept.values() if part == "max"}
+    assert pairs == {name: place for name, place in kept.items() if place[0] in shared}
+    assert all(place == (f"psi_{name}", "current") for name, place in kept.items()
+               if place[0] not in shared)
+
+
+def test_only_the_first_psi_attribute_of_a_name_and_a_pairs_maximum_are_read() -> None:
+    """Of attributes sharing a name in any case the adapters read the first, and of a
+    ``psi_*`` attribute only its current value unless it keeps a pair: a round's end
+    (Mindscape.js ``hasPsionics``) judges a fighter by the same."""
+    def read(*attribs: tuple[str, str, str]) -> dict[str, Any]:
+        data = monster()
+        data["attribs"] += [{"name": n, "current": c, "max": m} for n, c, m in attribs]
+        return dict(SHEET.import_(data, "revised-2e").combatant)
+
+    assert "conditions" not in read(("psi_conditions", "", ""), ("PSI_Conditions", "dazed", ""))
+    assert read(("PSI_Conditions", "dazed", ""), ("psi_conditions", "", ""))["conditions"] \
+        == ["dazed"]
+    assert "conditions" not in read(("psi_conditions", "", "dazed"))
+    assert read(("psi_psp", "", "7"))["psp_max"] == 7
+    assert "psp_max" not in read(("psi_psp_max", "7", ""))

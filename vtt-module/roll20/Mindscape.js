@@ -2239,32 +2239,85 @@ var Mindscape = Mindscape || (() => {
   // Fields of a generic mapping that every character has, psionic or not.
   const COMMON_FIELDS = ['hp', 'int', 'wis', 'con', 'level', 'hit_dice'];
 
+  // The fields whose text of only spaces the adapters read as a list naming nothing
+  // (split_names): the rest of TEXT_FIELDS, a flag or a choice, refuse it. Kept by hand:
+  // tests/adapters/test_roll20.py checks it against decode.
+  const LIST_FIELDS = new Set(['attacks', 'defenses', 'conditions', 'spell_levels']);
+  // The JSON fields whose empty object or list is what the engine takes for no state at
+  // all (a closed mind; no condition rounds, lost powers, dedicated dice or controls): the
+  // companion writes them so once the state is gone ("{}" when a daze's rounds are out).
+  // quick_mac's empty object is refused. Kept by hand, checked as LIST_FIELDS is.
+  const EMPTY_STATE = { mind: '{}', condition_rounds: '{}', lost_powers: '[]', dedicated: '[]', controlling: '[]' };
+
+  // The combatant field that part `part` of psi_* attribute `name` keeps, as the
+  // companion's adapters look it up (adapters/roll20.py state_attribute): a pair's
+  // current or maximum (psi_pool's maximum is hit_dice), else psi_FIELD's current.
+  // undefined where they read nothing: any other maximum, and psi_FIELD for a field a
+  // pair keeps (psi_psp_max, psi_hit_dice).
+  const stateField = (name, part) => {
+    const lower = String(name).toLowerCase();
+    const paired = Object.keys(STATE_PAIRS).find((field) => STATE_PAIRS[field][0] === lower && STATE_PAIRS[field][1] === part);
+    if (paired) return paired;
+    const field = lower.replace(STATE_ATTRIBUTE, '');
+    return part === 'current' && !STATE_PAIRS[field] ? field : undefined;
+  };
+
+  // Whether `value`, read for combatant field `field`, is something psionic for a round's
+  // end: a value the companion reads, or one it refuses (the fighter is then sent, so that
+  // the refusal names the attribute for the GM to put right, where leaving it out would
+  // say nothing). Nothing, text of only spaces where the companion reads no value from it
+  // (filled) or a list naming nothing (LIST_FIELDS), the JSON null and an empty JSON state
+  // (EMPTY_STATE) are not; a flag or a choice of only spaces is refused, and so counts.
+  const psionicValue = (field, value) => {
+    if (LIST_FIELDS.has(field)) return filled(value);
+    if (TEXT_FIELDS.has(field)) return holds(value);
+    if (!filled(value)) return false;
+    if (!JSON_FIELDS.has(field) || typeof value !== 'string') return true;
+    let parsed;
+    try {
+      parsed = JSON.parse(value);
+    } catch (err) {
+      return true;
+    }
+    return parsed !== null && JSON.stringify(parsed) !== EMPTY_STATE[field];
+  };
+
   // Whether a fighter has anything psionic for a round's end to look at: settings of its
   // own, psionic state in psi_* attributes (also a nonpsionic mind a psionic attack
   // dazed), PSPs on the AD&D sheet (read as to_int reads them; a box the companion
   // refuses, "1e1" or 20000, counts too: the fighter is sent, and the companion's refusal
   // names the box for the GM to put right, where leaving it out would say nothing), or a
-  // psionic field its generic mapping names. The fighter, the orc and the torch-bearer
-  // in the Turn Tracker have none and stay out.
+  // psionic field its generic mapping names. Each attribute is read as the companion
+  // reads it: the first of its name in any case, psi_* ones by the field each part keeps
+  // (stateField), every value by psionicValue (no JSON null, no empty state). The
+  // fighter, the orc and the torch-bearer in the Turn Tracker have none and stay out.
   // It reads the attributes combatantOf sends, so an unlinked token is judged by its own.
   const hasPsionics = (ref) => {
     if (characterConfig(fighterCharacter(ref)).system) return true;
     const { adapter, data } = combatantOf(ref);
     const generic = adapter === 'roll20.generic';
     const attribs = generic ? data.character.attribs : data.attribs;
-    const mapping = generic ? data.mapping.fields : {};
-    const psionicAttr = new Set(Object.keys(mapping).filter((field) => !COMMON_FIELDS.includes(field))
-      .map((field) => String(mapping[field]).replace(/\|max$/i, '').toLowerCase()));
+    const first = (name) => attribs.find((a) => sameName(a.name, name));
+    const names = Array.from(new Set(attribs.map((a) => String(a.name).toLowerCase())));
+    const stored = names.filter((name) => STATE_ATTRIBUTE.test(name)).some((name) => ['current', 'max'].some((part) => {
+      const field = stateField(name, part);
+      return field !== undefined && psionicValue(field, first(name)[part]);
+    }));
+    if (stored) return true;
+    if (generic) {
+      const mapping = data.mapping.fields;
+      return Object.keys(mapping).filter((field) => !COMMON_FIELDS.includes(field)).some((field) => {
+        const [name, part] = String(mapping[field]).split('|');
+        const attr = first(name);
+        return attr !== undefined && psionicValue(field, attr[/^max$/i.test(part || '') ? 'max' : 'current']);
+      });
+    }
     // PSPs above 0, or a box the companion refuses (null).
     const points = (value) => {
       const read = sheetPoints(value);
       return read === null || read > 0;
     };
-    return attribs.some((a) => {
-      const name = String(a.name).toLowerCase();
-      if (STATE_ATTRIBUTE.test(name) || psionicAttr.has(name)) return filled(a.current) || filled(a.max);
-      return !generic && (name === 'psp' || name === 'psp_max') && (points(a.current) || points(a.max));
-    });
+    return ['PSP', 'PSP_max'].map(first).some((a) => a !== undefined && (points(a.current) || points(a.max)));
   };
 
   // Whether the companion is asked, before a round's end, whether a fighter's mind may

@@ -3258,6 +3258,118 @@ test('a round\'s end takes a fighter by a psi_* attribute with only a maximum, a
   assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Left out: Fenka \(nothing psionic\)/.test(w)));
 });
 
+test('a round\'s end reads each attribute as the companion does: the first of its name in any case, a psi_* attribute\'s maximum only where it keeps a field (psi_pool, psi_psp ...)', () => {
+  const ctx = campaign();
+  const round = () => {
+    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+    return roundRefs(lastRequest(ctx.sb));
+  };
+  // Fenka has no psi_* state and no PSPs: only what is added below decides.
+  ctx.sb.attribute(ctx.fenka.id, 'PSP').set({ current: '0', max: '0' });
+  const added = [];
+  const add = (name, current, max = '') => added.push(ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name, current, max }));
+  const clear = () => added.splice(0).forEach((a) => a.remove());
+  // A second attribute of a name (here in another case) is not read: the first is empty.
+  for (const [first, second] of [['psi_conditions', 'PSI_Conditions'], ['psi_mind', 'psi_mind'], ['PSP', 'psp']]) {
+    add(second === 'psp' ? 'PSP_max' : first, '');
+    if (second === 'psp') add('psp_max', '40');
+    else add(second, second === 'psi_mind' ? '{"state":"open","opened_by":"attack"}' : 'dazed');
+    assert.deepEqual(round(), [ctx.ulcen.id], `${first}, then ${second}`);
+    clear();
+  }
+  // Named first, it counts, in any case.
+  add('PSI_Conditions', 'dazed');
+  add('psi_conditions', '');
+  assert.deepEqual(round(), [ctx.ulcen.id, ctx.fenka.id]);
+  clear();
+  // The maximum of a psi_* attribute that is no pair is never read; a pair's is.
+  add('psi_conditions', '', 'dazed');
+  assert.deepEqual(round(), [ctx.ulcen.id]);
+  clear();
+  for (const name of ['psi_psp', 'psi_pool', 'PSI_Attack_Strength']) {
+    add(name, '', '3');
+    assert.deepEqual(round(), [ctx.ulcen.id, ctx.fenka.id], name);
+    clear();
+  }
+  // psi_psp_max and psi_hit_dice are not where the companion keeps psp_max and hit_dice.
+  for (const name of ['psi_psp_max', 'psi_hit_dice']) {
+    add(name, '40');
+    assert.deepEqual(round(), [ctx.ulcen.id], name);
+    clear();
+  }
+});
+
+test('a round\'s end leaves out a fighter whose psi_* state is JSON null or the empty state the companion writes once it is over; a state the companion refuses sends it, for the refusal to name the attribute', () => {
+  const ctx = campaign();
+  const round = () => {
+    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+    return roundRefs(lastRequest(ctx.sb));
+  };
+  ctx.sb.attribute(ctx.fenka.id, 'PSP').set({ current: '0', max: '0' });
+  const state = (name, current) => {
+    const attr = ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name, current, max: '' });
+    const refs = round();
+    attr.remove();
+    return refs;
+  };
+  // No state: JSON null with JSON's spaces, an empty state where the engine takes it for
+  // none (a daze whose rounds are out leaves psi_condition_rounds "{}").
+  for (const [name, current] of [['psi_mind', 'null'], ['psi_mind', ' \tnull\r\n'], ['psi_mind', '{}'], ['psi_condition_rounds', '{ }'],
+    ['psi_lost_powers', '[]'], ['psi_dedicated', '[ ]'], ['psi_controlling', '[]'], ['psi_quick_mac', 'null']]) {
+    assert.deepEqual(state(name, current), [ctx.ulcen.id], `${name} ${JSON.stringify(current)}`);
+  }
+  // State, or what the companion refuses: an empty quick_mac (its schema needs both
+  // members), a list where an object belongs, text that is no JSON, null after a space
+  // JSON does not know.
+  for (const [name, current] of [['psi_mind', '{"state":"open","opened_by":"attack"}'], ['psi_condition_rounds', '{"dazed":1}'],
+    ['psi_quick_mac', '{}'], ['psi_mind', '[]'], ['psi_lost_powers', '{}'], ['psi_mind', 'nul'], ['psi_mind', '\u00a0null']]) {
+    assert.deepEqual(state(name, current), [ctx.ulcen.id, ctx.fenka.id], `${name} ${JSON.stringify(current)}`);
+  }
+});
+
+test('a round\'s end sends a fighter whose psi_* flag or choice holds only spaces, which the companion refuses (naming it); a list of only spaces names nothing and a number or JSON of only spaces is none: those stay out', () => {
+  const ctx = campaign();
+  const round = () => {
+    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+    return roundRefs(lastRequest(ctx.sb));
+  };
+  ctx.sb.attribute(ctx.fenka.id, 'PSP').set({ current: '0', max: '0' });
+  const state = (name, current) => {
+    const attr = ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name, current, max: '' });
+    const refs = round();
+    attr.remove();
+    return refs;
+  };
+  // Spaces as Python's str.strip() takes them (U+0085, U+001C included).
+  for (const spaces of [' ', '\u3000', '\u0085\u001c']) {
+    for (const name of ['psi_kind', 'psi_class_group', 'psi_psionic', 'psi_mindless', 'psi_die']) {
+      assert.deepEqual(state(name, spaces), [ctx.ulcen.id, ctx.fenka.id], `${name} ${JSON.stringify(spaces)}`);
+    }
+    for (const name of ['psi_conditions', 'psi_attacks', 'psi_spell_levels', 'psi_psp', 'psi_mthac0', 'psi_mind', 'psi_controlled_by']) {
+      assert.deepEqual(state(name, spaces), [ctx.ulcen.id], `${name} ${JSON.stringify(spaces)}`);
+    }
+  }
+});
+
+test('with the generic adapter a mapped psionic field is read from the first attribute of its name and the part the mapping names', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system combat-strength --adapter roll20.generic --attr attack_strength=PSA|max --attr hp=HP' });
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_mind').set({ current: '' });
+  const round = () => {
+    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+    return requests(ctx.sb).at(-1);
+  };
+  const sent = requests(ctx.sb).length;
+  // Its current value is not what the mapping reads; a second PSA is not read.
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'PSA', current: '60', max: '' });
+  ctx.sb.add('attribute', { _characterid: ctx.ulcen.id, name: 'psa', current: '60', max: '60' });
+  round();
+  assert.equal(requests(ctx.sb).length, sent);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /none of the selected tokens represents a character with psionics/);
+  ctx.sb.attribute(ctx.ulcen.id, 'PSA').set({ max: '60' });
+  assert.deepEqual(roundRefs(round()), [ctx.ulcen.id]);
+});
+
 test('a round\'s end reads the sheet\'s PSPs as the companion reads a number (to_int): PSPs in another script\'s digits count; a PSP box the companion refuses ("1e1", "0x10", "5.0", above 10000) sends its fighter all the same, for the companion\'s refusal to name the box', () => {
   const ctx = campaign();
   const round = () => {

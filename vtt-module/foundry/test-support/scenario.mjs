@@ -67,6 +67,13 @@ export function combatantNameOfRef(ref) {
   return ref.data.token?.name?.trim() ? ref.data.token.name : ref.data.actor.name;
 }
 
+/** What an encounter keeps of a ref's sheet (docs/ADAPTERS.md "What an encounter keeps of a sheet"): enough of it for the tests, the actor's `_id` and `name` and the token's `uuid`, `actorLink` and `name`. */
+export function keptOfRef(ref) {
+  const { _id, name } = ref.data.actor;
+  const token = ref.data.token ? { uuid: ref.data.token.uuid, actorLink: ref.data.token.actorLink, ...(ref.data.token.name ? { name: ref.data.token.name } : {}) } : null;
+  return { adapter: ref.adapter, data: { actor: { _id, name }, token } };
+}
+
 /** The combatant id the `foundry.*` adapters give a ref: the actor's id, `<actor id>-<token id>` for an unlinked token. */
 export function combatantIdOfRef(ref) {
   const t = ref.data.token;
@@ -792,7 +799,7 @@ export function defaultMethods(overrides = {}) {
  * longer at. `enc` is the encounter's state, for tests to look at.
  */
 export function encounterMethods(overrides = {}) {
-  const enc = { id: null, revision: 0, round: 1, combatants: new Map(), choices: new Map() };
+  const enc = { id: null, revision: 0, round: 1, combatants: new Map(), choices: new Map(), adds: [] };
   let made = 0;
   const profileOf = (ref) => structuredClone(ref.data.actor.flags?.mindscape?.["revised-2e"] ?? {});
   const notFound = (id) => ({ code: 4004, message: "Not found", data: { id } });
@@ -803,13 +810,21 @@ export function encounterMethods(overrides = {}) {
   const withProfile = (c) => ({ ...c.ref, data: { ...c.ref.data, actor: { ...c.ref.data.actor, flags: { ...c.ref.data.actor.flags, mindscape: { "revised-2e": c.profile } } } } });
   const methods = defaultMethods({
     // A fresh id each time, as the companion gives: "enc1", then "enc2" for a new encounter that replaces it.
-    "encounter.create": ({ system, name }) => { enc.id = `enc${++made}`; return { id: enc.id, revision: 0, system, name }; },
+    "encounter.create": ({ system, name }) => { enc.id = `enc${++made}`; enc.adds = []; return { id: enc.id, revision: 0, system, name }; },
     "encounter.add": ({ id, combatant }) => {
       known(id);
       const cid = combatantIdOfRef(combatant);
+      // As the engines refuse a second add of one creature to an encounter (revised_2e/encounter.py).
+      if (enc.adds.some((a) => a.result.combatant_id === cid)) throw { code: -32602, message: "Invalid params", data: { errors: [{ path: "/combatant/id", message: `"${cid}" is already in the encounter` }] } };
       enc.combatants.set(cid, { ref: structuredClone(combatant), name: combatantNameOfRef(combatant), profile: profileOf(combatant) });
       enc.revision++;
+      enc.adds.push({ revision: enc.revision, kind: "add", params: { combatant: keptOfRef(combatant) }, rolls: [], result: { combatant_id: cid, warnings: [] }, undone_by: null });
       return { combatant_id: cid, revision: enc.revision, warnings: [], updates: [] };
+    },
+    // Its add steps only, each with what the companion keeps of the sheet (API.md).
+    "encounter.log": ({ id }) => {
+      known(id);
+      return { id, revision: enc.revision, steps: structuredClone(enc.adds) };
     },
     // The companion forgets it: every later call naming it (an `encounter.add` that was
     // still to come, say) is 4004, as it is for an id it never made. `enc` keeps what it

@@ -1190,6 +1190,34 @@ test("a power-pool release declared in an encounter with the real companion is w
   assert.deepEqual(refreshed.map((r) => r.changed), [[], [], []]);
 });
 
+test("the real companion's log tells which creature an add whose answer was lost put in the encounter (a linked token's actor, an unlinked token), and its refusal of a creature in already leads the panel to it", { skip: SKIP, timeout: 30000 }, async () => {
+  const { makeTable } = await import("../test-support/scenario.mjs");
+  const t = makeTable({ methods: realCompanion(), token: daemon.token });
+  await t.clients.gm.game.settings.set("mindscape", "ruleSystem", "power-pool");
+  const { ulcenToken, fenkaToken, goblinToken } = t.tokens;
+  for (const actor of [t.actors.ulcen, fenkaToken.actor, goblinToken.actor]) actor.flags.mindscape["power-pool"] = { psionic: true, hit_dice: 3, die: 8, pool: 2 };
+  const gm = t.clients.gm.svc;
+  const ctl = gm.encounters;
+  await ctl.create([fenkaToken.uuid], "Lost answers");
+  // The companion takes Ulcen and the goblin; their answers never come back.
+  const fetch = gm.env.fetch;
+  gm.env.fetch = async (url, init) => {
+    const answer = await fetch(url, init);
+    if (JSON.parse(init.body).method === "encounter.add") throw new TypeError("Failed to fetch");
+    return answer;
+  };
+  await ctl.add([ulcenToken.uuid, goblinToken.uuid]);
+  gm.env.fetch = fetch;
+  assert.deepEqual(Object.keys(ctl.meta.combatants).sort(), ["fenka-tokF", "goblin-tokG", "ulcen"]);
+  assert.equal(ctl.meta.combatants.ulcen.tokenUuid, ulcenToken.uuid);
+  // The goblin added to a new encounter behind the panel's back: the companion refuses it as in already, and its log names it.
+  await ctl.create([fenkaToken.uuid], "Behind the panel");
+  await daemonCall("encounter.add", { id: ctl.meta.id, combatant: gm.ref(goblinToken.actor, goblinToken, await gm.adapterId()) });
+  await ctl.add([goblinToken.uuid]);
+  assert.deepEqual(Object.keys(ctl.meta.combatants).sort(), ["fenka-tokF", "goblin-tokG"]);
+  await ctl.end();
+});
+
 test("a power-pool encounter with the real companion: a psionic ally not struck is asked with the struck mind, its join is declared and taken, and the group's loss is written to its sheet", { skip: SKIP, timeout: 30000 }, async () => {
   const { makeTable } = await import("../test-support/scenario.mjs");
   // The goblin attacks Fenka (Bo's). The Seer, an NPC on Fenka's side, knows the swarm

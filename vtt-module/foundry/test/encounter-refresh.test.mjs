@@ -2316,6 +2316,81 @@ test("the connection to the companion lost at one token's encounter.add: the tok
   assert.deepEqual(Object.keys(ctl.meta.combatants), ["ulcen", "fenka-tokF"]);
 });
 
+/**
+ * `failingGoblinAdd`, whose GM's link to the companion loses the answer to each request
+ * `lose(body)` picks (the companion has handled it, and stored what it stores) in the way
+ * `how` names (the ways `answerMayBeLost` counts).
+ */
+const LOST_ANSWERS = {
+  "the connection broken": () => { throw new TypeError("Failed to fetch"); },
+  "a proxy's page instead of the answer": () => ({ ok: false, status: 502, json: async () => { throw new SyntaxError("Unexpected token <"); } }),
+  "the companion's own fault after it stored the add": () => ({ ok: true, status: 200, json: async () => ({ jsonrpc: "2.0", id: 1, error: { code: -32603, message: "Internal error", data: { error_id: "e-1" } } }) }),
+};
+
+function losingAnswers(gm, lose, how = LOST_ANSWERS["the connection broken"]) {
+  const fetch = gm.env.fetch;
+  gm.env.fetch = async (url, init) => {
+    const answer = await fetch(url, init);
+    return lose(JSON.parse(init.body)) ? how() : answer;
+  };
+  return () => { gm.env.fetch = fetch; };
+}
+
+const isGoblinAdd = (t) => (body) => body.method === "encounter.add" && body.params.combatant.data.token?.uuid === t.tokens.goblinToken.uuid;
+
+test("the answer to a token's encounter.add lost after the companion stored it (the connection broken, a proxy's page, the companion's fault): the companion's log shows it took the token, so the panel has it as if the answer had come, the GM is told, and the tokens after it are added", async () => {
+  for (const [name, how] of Object.entries(LOST_ANSWERS)) {
+    const { t, ctl } = await failingGoblinAdd();
+    const gm = t.clients.gm.svc;
+    losingAnswers(gm, isGoblinAdd(t), how);
+    const before = t.clients.gm.notes.given.length;
+    await ctl.add([t.tokens.goblinToken.uuid, t.tokens.fenkaToken.uuid]);
+    assert.deepEqual(Object.keys(ctl.meta.combatants), ["ulcen", "goblin-tokG", "fenka-tokF"], name);
+    assert.deepEqual(ctl.meta.combatants["goblin-tokG"], { tokenUuid: t.tokens.goblinToken.uuid, actorUuid: t.tokens.goblinToken.actor.uuid, name: "Goblin", disposition: -1 }, `${name}: as a normal add records it, hostile as its token`);
+    assert.deepEqual(t.clients.gm.notes.given.slice(before).map((n) => [n.kind, n.text]), [["info", "The companion's answer to adding Goblin was lost, but its encounter has Goblin: the panel shows it now."]], name);
+  }
+});
+
+test("the answer to a token's encounter.add lost before the companion took it: its log does not hold it, so the failure reaches the GM as before and the panel does not have it", async () => {
+  const { t, ctl } = await failingGoblinAdd({ fail: () => { throw { code: -32603, message: "Internal error", data: { error_id: "e-2" } }; } });
+  await assert.rejects(ctl.add([t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid]), (e) => e.code === -32603);
+  assert.deepEqual(Object.keys(ctl.meta.combatants), ["ulcen", "fenka-tokF"]);
+  assert.ok(calls(t).some((c) => c.method === "encounter.log"), "the log was looked at");
+});
+
+test("a token the companion's encounter holds but the panel does not (an add whose answer was lost) added again: the companion refuses it as in already, and the panel takes it from the companion's log instead of telling the GM it was refused", async () => {
+  const { t, ctl } = await failingGoblinAdd();
+  const gm = t.clients.gm.svc;
+  // The companion took the goblin, and the panel never heard of it.
+  await gm.rpc("encounter.add", { id: ctl.meta.id, combatant: gm.ref(t.tokens.goblinToken.actor, t.tokens.goblinToken, await gm.adapterId()) });
+  const before = t.clients.gm.notes.given.length;
+  await ctl.add([t.tokens.goblinToken.uuid, t.tokens.fenkaToken.uuid]);
+  assert.deepEqual(Object.keys(ctl.meta.combatants), ["ulcen", "goblin-tokG", "fenka-tokF"]);
+  assert.equal(ctl.meta.combatants["goblin-tokG"].tokenUuid, t.tokens.goblinToken.uuid);
+  assert.deepEqual(t.clients.gm.notes.given.slice(before).map((n) => [n.kind, n.text]), [["info", "The companion's encounter had Goblin already, though the panel did not show it (an earlier add whose answer was lost): the panel shows it now."]]);
+});
+
+test("a refusal at /combatant/id for a creature the companion's log does not hold stays the GM's refusal", async () => {
+  const refused = { path: "/combatant/id", message: '"goblin-tokG" is already in the encounter' };
+  const { t, ctl } = await failingGoblinAdd({ fail: () => { throw { code: -32602, message: "Invalid params", data: { errors: [refused] } }; } });
+  await assert.rejects(ctl.add([t.tokens.goblinToken.uuid]), (e) => e instanceof AddRefusedError && e.data.name === "Goblin");
+  assert.deepEqual(Object.keys(ctl.meta.combatants), ["ulcen"]);
+});
+
+test("the answer to a token's encounter.add lost, and the companion's log out of reach too: the GM gets the failure and a notice that stays, saying the token may have been taken and to add it again once the companion answers; that add then finds it in the companion's encounter", async () => {
+  const { t, ctl } = await failingGoblinAdd();
+  const gm = t.clients.gm.svc;
+  const restore = losingAnswers(gm, (body) => isGoblinAdd(t)(body) || body.method === "encounter.log");
+  const before = t.clients.gm.notes.given.length;
+  await assert.rejects(ctl.add([t.tokens.fenkaToken.uuid, t.tokens.goblinToken.uuid]), (e) => e instanceof DaemonUnreachableError);
+  assert.deepEqual(Object.keys(ctl.meta.combatants), ["ulcen", "fenka-tokF"]);
+  assert.deepEqual(warningsSince(t, before), [["The companion may have added Goblin though its answer was lost, and it cannot be asked now. Once it answers again, select Goblin and press Add selected: either way the panel then shows it.", true]]);
+  restore();
+  await ctl.add([t.tokens.goblinToken.uuid]);
+  assert.deepEqual(Object.keys(ctl.meta.combatants), ["ulcen", "fenka-tokF", "goblin-tokG"]);
+  assert.match(t.clients.gm.notes.given.at(-1).text, /had Goblin already/);
+});
+
 test("one token's encounter.add refused, and storing the tokens taken before it failing too: the GM is told of both, and the companion's refusal is what add throws", async () => {
   const { t, ctl } = await failingGoblinAdd({ fail: ADD_FAILURES["a sheet the rules refuse (RulesError)"].fail });
   const settings = t.clients.gm.svc.game.settings;

@@ -5,7 +5,7 @@
  */
 import { DEFENSE_REASKS, MODULE_ID } from "./consts.js";
 import {
-  AddRefusedError, DaemonHttpError, DaemonUnreachableError, InvalidParamsError, NotFoundError, PermissionDeniedError, RefreshRefusedError, RpcError, RulesError, StaleRevisionError, UsageError,
+  AddRefusedError, DaemonFaultError, DaemonHttpError, DaemonUnreachableError, InvalidParamsError, NotFoundError, PermissionDeniedError, RefreshRefusedError, RpcError, RulesError, StaleRevisionError, UsageError,
   describeError,
 } from "./errors.js";
 import { attackFromForm, declineBoxes, declinedFor, defenseFromChoice, dispositionOf, knownModes, modesFromDescription, RANGES } from "./requests.js";
@@ -376,6 +376,35 @@ function foldStep(behind, { landed = [], missed = [] }) {
 }
 
 /**
+ * Whether `error`, an `encounter.add`'s, leaves it unknown whether the companion took
+ * the token: the request may have reached it and the answer been lost (the connection
+ * broke, something between answered instead of it, or it failed after storing the
+ * add). A refusal (−32602, 4001, 4004, 4009, 5003) says it did not.
+ */
+function answerMayBeLost(error) {
+  return error instanceof DaemonUnreachableError || error instanceof DaemonHttpError || error instanceof DaemonFaultError;
+}
+
+/** Whether `error` is the companion's refusal of a combatant as in the encounter already (−32602 at /combatant/id, the id the adapter made). */
+function refusedAsIn(error) {
+  return error instanceof InvalidParamsError && (error.data.errors ?? []).some((p) => p?.path === "/combatant/id");
+}
+
+/**
+ * Whether `kept`, the `{adapter, data}` an encounter's log keeps of an add
+ * (docs/ADAPTERS.md "What an encounter keeps of a sheet": the actor's `_id`, the token's
+ * `uuid` and `actorLink`), is of the creature `sent` is (`combatantRef`): the same
+ * actor, through the same unlinked token (each its own creature) or through none or a
+ * linked one (one creature), as add tells creatures apart (`participantOf`).
+ */
+function sameCreature(kept, sent) {
+  const data = kept?.data;
+  const actorId = (d) => (d?.actor && typeof d.actor === "object" ? d.actor._id : d?._id);
+  const ownToken = (d) => (d?.token && !d.token.actorLink ? d.token.uuid : null);
+  return String(kept?.adapter).startsWith("foundry.") && actorId(data) === sent.data.actor._id && ownToken(data) === ownToken(sent.data);
+}
+
+/**
  * GM-side encounter logic. `svc` is the Mindscape service (rpc, docs, relay, dialogs).
  */
 export class EncounterController {
@@ -618,8 +647,11 @@ export class EncounterController {
    * it refused the first it was sent as it no longer knows that encounter, the tokens
    * it did not add; the notice also names those skipped (or, after the refused one, not
    * sent) as already in that encounter, and names them on their own when every one was.
-   * Any other failure at a token (a sheet the companion refuses, a
-   * lost connection, the token deleted since it was selected) stops the tokens after it; those the companion
+   * A token whose answer was lost, or that the companion refuses as in the encounter
+   * already while the panel does not hold it, is looked for in the companion's log
+   * (`addOne`): one it holds is added as if it had answered. Any other failure at a token
+   * (a sheet the companion refuses, a lost connection, the token deleted since it was
+   * selected) stops the tokens after it; those the companion
    * took before it are stored all the same, as at the end (`keepAdded`), before the error
    * is thrown (a refused token's, −32602 or 4001, its sheet or a full encounter, as an
    * `AddRefusedError` that names it: with several selected, the companion's words alone
@@ -667,7 +699,7 @@ export class EncounterController {
           already.push({ name: token?.name ?? actor.name, key });
           continue;
         }
-        added = await this.svc.rpc("encounter.add", { id: meta.id, combatant: this.svc.ref(actor, token, adapter) });
+        added = await this.addOne(meta, this.svc.ref(actor, token, adapter), token?.name ?? actor.name);
       } catch (error) {
         // End pressed meanwhile (or a new encounter replaced it), and the companion forgot
         // the encounter: End (or Create) told the GM, and nothing is stored (`keepAdded`).
@@ -711,6 +743,66 @@ export class EncounterController {
     // Two selected tokens of one linked actor are one creature, named once.
     if (outcome === "stored" && already.length) this.svc.notify("info", this.svc.t.format("MINDSCAPE.Encounter.AlreadyIn", { names: namesOnce(already) }));
     return meta;
+  }
+
+  /**
+   * `encounter.add` of `combatant` (the ref `combatantRef` makes of the token named
+   * `name`) to encounter `meta`: the companion's answer. When the add fails without
+   * saying that the companion did not take the token (`answerMayBeLost`), or the
+   * companion refuses it as in the encounter already while `meta` does not hold it
+   * (`refusedAsIn`: an earlier add whose answer was lost), its log says whether it holds
+   * the token's creature (`heldAs`): if so, that add's answer is this one's, and the GM is
+   * told (`AddAnswerLost`, `AddFoundIn`), else the failure stands. Else the GM would be
+   * stuck with a creature in the companion's encounter that the panel does not show and
+   * the companion refuses to add again.
+   */
+  async addOne(meta, combatant, name) {
+    try {
+      return await this.svc.rpc("encounter.add", { id: meta.id, combatant });
+    } catch (error) {
+      const held = await this.heldAfter(meta, combatant, name, error);
+      if (held) return held;
+      throw error;
+    }
+  }
+
+  /**
+   * `addOne`'s look in the companion's log after `error`: the add that holds the creature
+   * of `combatant` (`{combatant_id, warnings}`), or null. When the log cannot be read
+   * either after an answer that may be lost, the GM is told, beside the failure, that the
+   * token may have been taken and to add it again once the companion answers
+   * (`AddMaybeTaken`): that add is refused as in already, and finds it so.
+   */
+  async heldAfter(meta, combatant, name, error) {
+    const { t } = this.svc;
+    const lost = answerMayBeLost(error);
+    if (!lost && !refusedAsIn(error)) return null;
+    let held;
+    try {
+      held = await this.heldAs(meta.id, combatant);
+    } catch (again) {
+      if (lost && answerMayBeLost(again)) this.svc.notify("warn", t.format("MINDSCAPE.Encounter.AddMaybeTaken", { name }), { permanent: true });
+      return null;
+    }
+    if (!held || meta.combatants?.[held.combatant_id]) return null;
+    // Keys written out whole, so that the language file's check finds each.
+    this.svc.notify("info", t.format(lost ? "MINDSCAPE.Encounter.AddAnswerLost" : "MINDSCAPE.Encounter.AddFoundIn", { name }));
+    return held;
+  }
+
+  /**
+   * What the add in effect (not undone) that put the creature of `combatant` into
+   * encounter `id` answered, `{combatant_id, warnings}`, the newest such add in the
+   * companion's log; null when it holds no add of that creature. The log's own record
+   * of what each add was given (`sameCreature`) is matched, not an id worked out here:
+   * the adapter that makes the id stays the only place its rule is written.
+   */
+  async heldAs(id, combatant) {
+    const log = await this.svc.rpc("encounter.log", { id });
+    const steps = Array.isArray(log?.steps) ? log.steps : [];
+    const add = steps.findLast((s) => s?.kind === "add" && s.undone_by == null && sameCreature(s.params?.combatant, combatant));
+    const cid = add?.result?.combatant_id;
+    return typeof cid === "string" && cid ? { combatant_id: cid, warnings: add.result.warnings ?? [] } : null;
   }
 
   /**

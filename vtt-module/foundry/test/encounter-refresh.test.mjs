@@ -1062,7 +1062,7 @@ test("the current encounter changed outside this browser (another GM's End or Cr
       assert.deepEqual(ctl.meta, next, "the current encounter is left as it was set");
       const words = macro
         ? SET_ELSEWHERE_BEHIND(`${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}`)
-        : `The encounter was no longer the current one when the step finished (it was ended or replaced outside this browser), so a write-back missed by the sheet of Fenka will not be tried again: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`;
+        : `The encounter was no longer the current one when the step finished (ended or replaced elsewhere: in another browser, by a macro or a script), so a write-back missed by the sheet of Fenka will not be tried again: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`;
       assert.deepEqual(warningsSince(t, before), [[words, true]], `${macro ? "macro" : "End or Create"} ${next.id ?? "ended"}`);
     }
   }
@@ -1149,7 +1149,7 @@ test("the current encounter changed outside this browser (another GM's End or Cr
     assert.deepEqual(ctl.meta, next, "the current encounter is left as it was set: nothing is held in it for the old one's step");
     const told = t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "error");
     assert.deepEqual(told.map((n) => [n.text, n.options?.permanent]), [
-      ["The companion stored the step but could not write it to the sheets (error e-42; its log has the cause), and the encounter it was asked of is no longer the current one (it was ended or replaced outside this browser): nothing will write it now, so the sheets of Ulcen of Tyr, Fenka, Goblin show the state before it until you put them right by hand.", true],
+      ["The companion stored the step but could not write it to the sheets (error e-42; its log has the cause), and the encounter it was asked of is no longer the current one (ended or replaced elsewhere: in another browser, by a macro or a script): nothing will write it now, so the sheets of Ulcen of Tyr, Fenka, Goblin show the state before it until you put them right by hand.", true],
     ], next.id ?? "ended");
   }
 });
@@ -1779,7 +1779,7 @@ function losingResolve(t) {
 }
 
 const UNCERTAIN_REPLACED = (names) => `The companion's answer to the step was lost after a new encounter replaced the one it was asked of: it may have stored it all the same, but what it did is not known here, and the panel no longer shows that encounter's Log. The sheets of ${names} may lack it, and nothing will write it now: check them by hand if it matters.`;
-const UNCERTAIN_ELSEWHERE = (names) => `The companion's answer to the step was lost, and the encounter it was asked of is no longer the current one (it was ended or replaced outside this browser): it may have stored it all the same, but what it did is not known here, and the panel no longer shows that encounter's Log. The sheets of ${names} may lack it, and nothing will write it now: check them by hand if it matters.`;
+const UNCERTAIN_ELSEWHERE = (names) => `The companion's answer to the step was lost, and the encounter it was asked of is no longer the current one (ended or replaced elsewhere: in another browser, by a macro or a script): it may have stored it all the same, but what it did is not known here, and the panel no longer shows that encounter's Log. The sheets of ${names} may lack it, and nothing will write it now: check them by hand if it matters.`;
 const UNCERTAIN_ENDED = (names) => `The companion's answer to the step was lost after the encounter ended: it may have stored it all the same, but what it did is not known here, and the panel no longer shows that encounter's Log. The sheets of ${names} may lack it, and nothing will write it now: check them by hand if it matters.`;
 
 test("a resolve whose answer is lost after a new encounter replaced its own holds nothing in the new one, and the notice that stays says so (not that the encounter ended), naming the old one's combatants and that nothing will write the step", async () => {
@@ -2178,14 +2178,14 @@ test("Create pressed while add's encounter.add is on its way, the companion not 
 
 /** The notice naming tokens the companion added to an encounter set outside this browser meanwhile, with no encounter current now (`none`) or another (`other`). */
 const addedElsewhere = {
-  none: (names) => `The encounter stopped being the current one outside this browser (it was ended or replaced there) while the companion added ${names} to it, and no encounter is current now: to have them fight, select their tokens and make a new one (Create from selected tokens).`,
-  other: (names) => `The encounter stopped being the current one outside this browser (it was ended or replaced there) while the companion added ${names} to it, and another encounter is current now: to have them fight in it, select their tokens and add them again (Add selected).`,
+  none: (names) => `The encounter stopped being the current one (ended or replaced elsewhere: in another browser, by a macro or a script) while the companion added ${names} to it, and no encounter is current now: to have them fight, select their tokens and make a new one (Create from selected tokens).`,
+  other: (names) => `The encounter stopped being the current one (ended or replaced elsewhere: in another browser, by a macro or a script) while the companion added ${names} to it, and another encounter is current now: to have them fight in it, select their tokens and add them again (Add selected).`,
 };
 
 /** The notice naming tokens add did not send to an encounter set outside this browser meanwhile, as the companion took none. */
 const notAddedElsewhere = {
-  none: (names) => `Not added: ${names}. The encounter stopped being the current one outside this browser (it was ended or replaced there) before the companion took them, and no encounter is current now: to have them fight, select their tokens and make a new one (Create from selected tokens).`,
-  other: (names) => `Not added: ${names}. The encounter stopped being the current one outside this browser (it was ended or replaced there) before the companion took them, and another encounter is current now: to have them fight in it, select their tokens and add them (Add selected).`,
+  none: (names) => `Not added: ${names}. The encounter stopped being the current one (ended or replaced elsewhere: in another browser, by a macro or a script) before the companion took them, and no encounter is current now: to have them fight, select their tokens and make a new one (Create from selected tokens).`,
+  other: (names) => `Not added: ${names}. The encounter stopped being the current one (ended or replaced elsewhere: in another browser, by a macro or a script) before the companion took them, and another encounter is current now: to have them fight in it, select their tokens and add them (Add selected).`,
 };
 
 /** The sentence of those notices naming selected tokens add skipped as already in that encounter. */
@@ -2494,8 +2494,8 @@ test("the encounter ended or replaced outside this browser while tokens are adde
 
 /** The notice naming selected tokens all already in an encounter set outside this browser while add read them, nothing sent. */
 const alreadyAllElsewhere = {
-  none: (names) => `Already in the encounter, so not added again: ${names}. But it stopped being the current one outside this browser (it was ended or replaced there) meanwhile, and no encounter is current now: to have them fight, select their tokens and make a new one (Create from selected tokens).`,
-  other: (names) => `Already in the encounter, so not added again: ${names}. But it stopped being the current one outside this browser (it was ended or replaced there) meanwhile, and another encounter is current now: to have them fight in it, select their tokens and add them (Add selected).`,
+  none: (names) => `Already in the encounter, so not added again: ${names}. But it stopped being the current one (ended or replaced elsewhere: in another browser, by a macro or a script) meanwhile, and no encounter is current now: to have them fight, select their tokens and make a new one (Create from selected tokens).`,
+  other: (names) => `Already in the encounter, so not added again: ${names}. But it stopped being the current one (ended or replaced elsewhere: in another browser, by a macro or a script) meanwhile, and another encounter is current now: to have them fight in it, select their tokens and add them (Add selected).`,
 };
 
 test("every selected creature already in the encounter, which stopped being the current one outside this browser while add read the tokens: a notice that stays names them and says what to do (not the AlreadyIn notice, nor nothing), and what was set elsewhere stays", async () => {
@@ -2554,7 +2554,7 @@ test("the encounter ended or replaced outside this browser while add's encounter
     await ctl.add([t.tokens.goblinToken.uuid]);
     assert.deepEqual(ctl.meta, next, "what was set elsewhere stays");
     // Nothing is left to select or add: a notice that goes away.
-    assert.deepEqual(warningsSince(t, before), [["Nothing was added: the encounter stopped being the current one outside this browser (it was ended or replaced there) before the companion took the selected tokens, and they have been deleted since.", false]], next.id ?? "none current");
+    assert.deepEqual(warningsSince(t, before), [["Nothing was added: the encounter stopped being the current one (ended or replaced elsewhere: in another browser, by a macro or a script) before the companion took the selected tokens, and they have been deleted since.", false]], next.id ?? "none current");
     assert.deepEqual(t.clients.gm.notes.given.slice(before).filter((n) => n.kind !== "warn"), [], next.id ?? "none current");
   }
 });
@@ -2596,7 +2596,7 @@ test("the encounter replaced outside this browser by one holding some of the sam
 });
 
 test("the encounter replaced outside this browser by one holding every creature add was adding (another GM's Create from the same tokens): the GM is told only that they are in the current encounter already, not told to add them and then not to", async () => {
-  const all = (names) => `The encounter stopped being the current one outside this browser (it was ended or replaced there) while ${names} were being added to it, but the encounter current now has them already: there is nothing more to add.`;
+  const all = (names) => `The encounter stopped being the current one (ended or replaced elsewhere: in another browser, by a macro or a script) while ${names} were being added to it, but the encounter current now has them already: there is nothing more to add.`;
   // The companion, which still knows the encounter, takes Fenka; Ulcen is skipped as in it.
   const { t, ctl, gate, count } = slowAdds(Infinity);
   await ctl.create([t.tokens.ulcenToken.uuid], "Vault");

@@ -537,8 +537,8 @@ export class EncounterController {
    * as at End (`foldStep`): a field it wrote is left out (it may have written back what
    * the sheet showed when the hold's write missed, as an undo does, so the sheet alone
    * does not show it), and a write it missed is told in the same notice, its value the
-   * newer, rather than in one of its own (`tellStepAfterEnd`) whose "ended or replaced
-   * outside this browser" would say otherwise of the same change. A write whose document
+   * newer, rather than in one of its own (`tellStepAfterEnd`): a second notice of the same
+   * change. A write whose document
    * is gone (its token or actor deleted: no sheet to put right) is left out too. A hold
    * without a write (the companion's) was told when it was made.
    */
@@ -571,7 +571,7 @@ export class EncounterController {
   /**
    * The current meta while it is still encounter `copy`'s (with what was stored into it
    * since, holds among them), else `copy` as it was read: what End or Create tells of the
-   * encounter it ends or replaces, also once another was set outside this browser.
+   * encounter it ends or replaces, also once another was set elsewhere.
    */
   stillOr(copy) { return this.meta.id === copy.id ? this.meta : copy; }
 
@@ -604,7 +604,7 @@ export class EncounterController {
    * `create`, once. An encounter this one replaces (the panel offers *Create* when it
    * cannot get the current one from the companion) ends here: its waiting writes are
    * told as at *End* (`tellWaitingWrites`), in words of a replaced encounter (`replacedIds`),
-   * also when another was set outside this browser while the holds under way landed.
+   * also when another was set elsewhere while the holds under way landed.
    * An End still ending the current encounter is waited for, also one pressed while the
    * companion made the new one: that encounter is End's to tell (in its own words, once),
    * and its last save must not wipe the new one.
@@ -623,8 +623,8 @@ export class EncounterController {
       this.replacedIds.add(taken.id);
     }
     await Promise.allSettled([...this.heldSaves]);
-    // With the holds stored meanwhile; when another encounter was set outside this
-    // browser meanwhile, the one taken over as it was: its writes are told all the same.
+    // With the holds stored meanwhile; when another encounter was set elsewhere
+    // meanwhile, the one taken over as it was: its writes are told all the same.
     const replaced = this.stillOr(taken);
     await this.saveMeta({ id: made.id, system, name, combatants: {} }, { told: replaced.id });
     await this.tellWaitingWrites(replaced);
@@ -642,7 +642,7 @@ export class EncounterController {
    * then refuses as it forgot the encounter (`forgotten`) ends this quietly, as End (or
    * Create) told the GM. Counted as under way (`stepOf`), so that End does not forget it
    * ended the encounter here before this hears the companion's refusal. One ended or
-   * replaced outside this browser meanwhile, which nothing told this GM of, is told: the
+   * replaced elsewhere meanwhile, which nothing told this GM of, is told: the
    * tokens the companion took are named in a notice that stays (`keepAdded`), or, when
    * it refused the first it was sent as it no longer knows that encounter, the tokens
    * it did not add; the notice also names those skipped (or, after the refused one, not
@@ -659,7 +659,7 @@ export class EncounterController {
    * would be in the companion's encounter but not in the panel, and
    * the companion would refuse to add them again. Should storing them fail too, the GM is
    * told of that and the failure is thrown all the same; but when the companion refused a
-   * token as it no longer knows an encounter set outside this browser meanwhile, the
+   * token as it no longer knows an encounter set elsewhere meanwhile, the
    * notice that stays also names the tokens it never got, and is all the GM is told
    * (also when it took none: its NotFound says "start a new encounter", untrue when
    * another is current). A NotFound for an encounter still the current one (its store
@@ -718,13 +718,13 @@ export class EncounterController {
       meta.combatants[added.combatant_id] = { tokenUuid: token?.uuid ?? null, actorUuid: actor.uuid, name: token?.name ?? actor.name, disposition: dispositionOf({ token, actor }) };
     }
     // The companion no longer knows the encounter: should it have stopped being the
-    // current one outside this browser, the notice names those tokens too (`keepAdded`),
+    // current one elsewhere, the notice names those tokens too (`keepAdded`),
     // and those of them already in it with the tokens skipped as such.
     const lost = failure instanceof NotFoundError && failure.data?.id === meta.id;
     const rest = lost ? await this.tokenNames(unsent, meta) : { unsent: [], already: [] };
     // A failure before the companion took any token leaves nothing to store: its error is
     // all there is to tell, unless the companion no longer knows an encounter that may
-    // have stopped being the current one outside this browser (`keepAdded` tells which),
+    // have stopped being the current one elsewhere (`keepAdded` tells which),
     // also when the refused token was deleted meanwhile: the NotFound's "start a new
     // encounter" would be untrue with another current, and the tokens skipped as already
     // in that encounter untold.
@@ -811,8 +811,8 @@ export class EncounterController {
    * What became of it: "stored"; "ended" when End pressed here ended the encounter
    * meanwhile, or a new encounter made here replaced it (`endedIds`): the companion
    * forgot it, or will be told nothing more of it, and its meta must not come back over
-   * what End or Create stored; "elsewhere" when it stopped being the current one outside
-   * this browser (another GM's End or Create, a macro), which nothing told this GM of:
+   * what End or Create stored; "elsewhere" when it stopped being the current one elsewhere
+   * (another GM's End or Create, a macro or a script), which nothing told this GM of:
    * the tokens the companion took went to an encounter that is no longer the current
    * one, and a notice that stays names them (`AddedElsewhereNone` when no encounter is
    * current now, `AddedElsewhereOther` when another is), and `unsent` ({ name, key }),
@@ -851,7 +851,7 @@ export class EncounterController {
 
   /**
    * `keepAdded`'s notice that stays, for tokens added to encounter `meta` once it stopped
-   * being the current one outside this browser: the combatants the companion took
+   * being the current one elsewhere: the combatants the companion took
    * (`sent`), else the tokens it took none of (`unsent`, { name, key }), then the tokens
    * skipped as `already` in it ({ name, key }), each name once and none of a creature
    * taken in this add. What to do depends on whether another encounter is current now
@@ -937,7 +937,7 @@ export class EncounterController {
    * keeps `id` in `endedIds` until it finished), is the companion not knowing that
    * encounter (NotFound) because it ended here (End pressed) or a new one replaced it
    * here (Create), which told the GM. A NotFound for an encounter nobody here ended or
-   * replaced (ended outside this browser, or the companion's store lost) is not: the GM
+   * replaced (ended elsewhere, or the companion's store lost) is not: the GM
    * is to be told of it.
    */
   forgotten(id, error) {
@@ -949,8 +949,9 @@ export class EncounterController {
    * key whose words are true: `ended` when End here ended it, `replaced` when a new
    * encounter made here replaced it (`createNow`), which nobody ended, and `elsewhere`
    * when neither happened here (not in `endedIds`, which keeps the id while a step asked
-   * of it is under way, `stepOf`): it was ended or replaced outside this browser, and
-   * nothing here knows which (`tellStepAfterEnd`). The callers write each key out whole,
+   * of it is under way, `stepOf`): it was ended or replaced elsewhere (in another
+   * browser, or by a macro or a script, which may run in this one), and nothing here
+   * knows which (`tellStepAfterEnd`). The callers write each key out whole,
    * so that the language file's check finds it.
    */
   noLongerKey(id, { ended, replaced, elsewhere }) {
@@ -1697,7 +1698,7 @@ export class EncounterController {
    * write-back the companion could not make is told without a copy kept or a Refresh
    * (`MINDSCAPE.Encounter.WriteBackFailedEnded`, or `WriteBackFailedReplaced` for an
    * encounter a new one replaced) and without the waiting writes End tells. One changed
-   * outside this browser (`tellStepAfterEnd`) is told as no longer the current one,
+   * elsewhere (`tellStepAfterEnd`) is told as no longer the current one,
    * ended or replaced, which nothing here knows (`WriteBackFailedElsewhere`).
    */
   async applyStep(answer, { undo = false, action = false, meta: asked = this.meta } = {}) {
@@ -2003,8 +2004,8 @@ export class EncounterController {
    * or a new encounter replaced it) nothing is held (`saveHeld`): the GM is told that
    * the sheets may lack the step and that nothing will write it
    * (`MINDSCAPE.Encounter.UncertainEnded`, or `UncertainReplaced` for an encounter a new
-   * one replaced), without its waiting writes, which End tells. For one changed outside
-   * this browser (`tellStepAfterEnd`) the notice says only that it is no longer the
+   * one replaced), without its waiting writes, which End tells. For one changed elsewhere
+   * (`tellStepAfterEnd`) the notice says only that it is no longer the
    * current one, ended or replaced, which nothing here knows (`UncertainElsewhere`).
    */
   async stepCall(what, call, asked) {
@@ -2055,7 +2056,7 @@ export class EncounterController {
     if (id) this.endedIds.add(id);
     await Promise.allSettled([...this.heldSaves]);
     // The encounter End ends, with the holds stored meanwhile; when another was set
-    // outside this browser meanwhile (another GM's End or Create, a macro), as it was
+    // elsewhere meanwhile (another GM's End or Create, a macro or a script), as it was
     // when End was pressed.
     const meta = this.stillOr(pressed);
     if (id) await this.svc.rpc("encounter.delete", { id }).catch(() => null);
@@ -2064,7 +2065,7 @@ export class EncounterController {
     // it over (`replacedIds`) before its new meta is stored, which in Foundry is a round
     // trip to the server: the meta read here may still be the old one then.
     if (id && this.replacedIds.has(id)) return;
-    // One set outside this browser meanwhile stays; End still tells what it ended, else
+    // One set elsewhere meanwhile stays; End still tells what it ended, else
     // the steps finishing after End started would wait in its record, told by nobody.
     if (this.meta.id === id) await this.saveMeta({}, { told: id });
     await this.tellWaitingWrites(meta);
@@ -2158,7 +2159,7 @@ export class EncounterController {
    * asked of it is under way: no step can reach it any more, and its id is not reused.
    * Every step that writes back is counted (`resolveNow`, `undo` and `declare` run in
    * `stepOf`); one that were not and came after all would be told at once, as of an
-   * encounter changed outside this browser (`tellStepAfterEnd`), never kept silent in a
+   * encounter changed elsewhere (`tellStepAfterEnd`), never kept silent in a
    * record nobody tells.
    */
   forgetEnded(id) {
@@ -2187,10 +2188,10 @@ export class EncounterController {
    * in its own words (`ReplacedWritten`, `ReplacedBehind`, `ReplacedNewer`).
    *
    * An encounter neither ended nor replaced here (not in `endedIds`, which keeps the id
-   * while a step asked of it is under way, `stepOf`) ended or was replaced outside this
-   * browser: another GM's, which became the one that talks to the companion, or a macro,
-   * set another current encounter. Nothing here knows which, and no End here tells its
-   * writes, so the writes this step missed are told at once, in words that say only that
+   * while a step asked of it is under way, `stepOf`) ended or was replaced elsewhere:
+   * another GM's, which became the one that talks to the companion, or a macro or a
+   * script (in this browser too) set another current encounter. Nothing here knows
+   * which, and no End here tells its writes, so the writes this step missed are told at once, in words that say only that
    * (`ElsewhereBehind`); no notice here told any of its fields before, so none is
    * corrected (a notice in the browser that ended it is not known here). But a macro's
    * change, in the active GM's client, waits for this step to tell the encounter's

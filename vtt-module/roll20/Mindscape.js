@@ -2244,9 +2244,11 @@ var Mindscape = Mindscape || (() => {
   // tests/adapters/test_roll20.py checks it against decode.
   const LIST_FIELDS = new Set(['attacks', 'defenses', 'conditions', 'spell_levels']);
   // The JSON fields whose empty object or list is what the engine takes for no state at
-  // all (a closed mind; no condition rounds, lost powers, dedicated dice or controls): the
-  // companion writes them so once the state is gone ("{}" when a daze's rounds are out).
-  // quick_mac's empty object is refused. Kept by hand, checked as LIST_FIELDS is.
+  // all (a closed mind; no condition rounds, lost powers, dedicated dice or controls). The
+  // companion writes "{}" in psi_condition_rounds once a daze's rounds are out and "[]"
+  // once a list is emptied; a mind it closes it writes out whole ({"state":"closed",
+  // ...}), which is not "{}" and so counts. quick_mac's empty object is refused. Kept by
+  // hand, checked as LIST_FIELDS is.
   const EMPTY_STATE = { mind: '{}', condition_rounds: '{}', lost_powers: '[]', dedicated: '[]', controlling: '[]' };
 
   // The combatant field that part `part` of psi_* attribute `name` keeps, as the

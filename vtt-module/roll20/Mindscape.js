@@ -2267,21 +2267,18 @@ var Mindscape = Mindscape || (() => {
   // Whether `value`, read for combatant field `field`, is something psionic for a round's
   // end: a value the companion reads, or one it refuses (the fighter is then sent, so that
   // the refusal names the attribute for the GM to put right, where leaving it out would
-  // say nothing). Nothing, text of only spaces where the companion reads no value from it
-  // (filled) or a list naming nothing (LIST_FIELDS), the JSON null and an empty JSON state
-  // (EMPTY_STATE) are not; a flag or a choice of only spaces is refused, and so counts.
+  // say nothing): what gives the field a value (givesField), but a list of only spaces,
+  // which names nothing (LIST_FIELDS), and an empty JSON state (EMPTY_STATE). A flag or a
+  // choice of only spaces is refused, and so counts.
   const psionicValue = (field, value) => {
     if (LIST_FIELDS.has(field)) return filled(value);
-    if (TEXT_FIELDS.has(field)) return holds(value);
-    if (!filled(value)) return false;
+    if (!givesField(field, value)) return false;
     if (!JSON_FIELDS.has(field) || typeof value !== 'string') return true;
-    let parsed;
     try {
-      parsed = JSON.parse(value);
+      return JSON.stringify(JSON.parse(value)) !== EMPTY_STATE[field];
     } catch (err) {
-      return true;
+      return true; // no JSON: refused
     }
-    return parsed !== null && JSON.stringify(parsed) !== EMPTY_STATE[field];
   };
 
   // Whether a fighter has anything psionic for a round's end to look at: settings of its

@@ -22,6 +22,9 @@ from .support import FIXTURES, apply_roll20, attr, load
 REVISED = builtin_systems()["revised-2e"]
 SHEET = adapters.get("roll20.adnd2e-revised")
 GENERIC = adapters.get("roll20.generic")
+#: The Roll20 Mod script, whose hand-kept copies of the adapters' reading rules the
+#: cross-checks below tie to adapters/.
+MOD_SCRIPT = Path(__file__).parents[2] / "vtt-module/roll20/Mindscape.js"
 VTT_MD_NAMES = {"intelligence", "wisdom", "constitution", "hp", "level-class1",
                 "level-class2"}
 
@@ -1435,7 +1438,7 @@ def test_the_mod_scripts_text_fields_are_those_whose_spaces_the_adapters_take() 
     any other field such text is no value, and the mapped attribute counts. The Mod
     script keeps that list by hand: it must name exactly the fields ``decode`` answers
     something other than "no value" for, in any system."""
-    script = (Path(__file__).parents[2] / "vtt-module/roll20/Mindscape.js").read_text()
+    script = MOD_SCRIPT.read_text(encoding="utf-8")
     found = re.search(r"const TEXT_FIELDS = new Set\(\[([^\]]*)\]\)", script)
     assert found, "Mindscape.js no longer has TEXT_FIELDS"
     listed = set(re.findall(r"'([a-z_]+)'", found.group(1)))
@@ -1457,7 +1460,7 @@ def test_the_mod_scripts_spaces_are_those_python_strips() -> None:
     of an attribute's text, as the adapters' ``str.strip()`` does (``to_int``, a ref,
     ``parse_json_text``): exactly those ``str.isspace`` holds. JavaScript's ``trim``
     differs (it strips U+FEFF, and keeps U+001C..U+001F and U+0085)."""
-    script = (Path(__file__).parents[2] / "vtt-module/roll20/Mindscape.js").read_text()
+    script = MOD_SCRIPT.read_text(encoding="utf-8")
     found = re.search(r"const SPACE = /(\[[^\]]*\])/;", script)
     assert found, "Mindscape.js no longer has SPACE"
     space = re.compile(found.group(1))
@@ -1470,7 +1473,7 @@ def test_the_mod_scripts_json_fields_are_those_whose_null_the_adapters_take_as_n
     spaces around it) the adapters read as no value (``parse_json_text``), so the mapped
     attribute counts; any other field takes that text as given (a value or a refusal).
     Kept by hand: it must name exactly those, in any system."""
-    script = (Path(__file__).parents[2] / "vtt-module/roll20/Mindscape.js").read_text()
+    script = MOD_SCRIPT.read_text(encoding="utf-8")
     found = re.search(r"const JSON_FIELDS = new Set\(\[([^\]]*)\]\)", script)
     assert found, "Mindscape.js no longer has JSON_FIELDS"
     listed = set(re.findall(r"'([a-z_]+)'", found.group(1)))
@@ -1496,7 +1499,7 @@ def test_the_mod_scripts_whole_numbers_are_those_to_int_reads() -> None:
     of every digit Python knows (the mathematical digits lie in five runs side by side).
     The bounds it reads PSPs and strengths within, 0 to ``POINTS_MOST``, are their
     fields' (``_INT0``)."""
-    script = (Path(__file__).parents[2] / "vtt-module/roll20/Mindscape.js").read_text()
+    script = MOD_SCRIPT.read_text(encoding="utf-8")
     found = re.search(r"const INT_TEXT = /\^(.*)\$/u;", script)
     assert found, "Mindscape.js no longer has INT_TEXT"
     # JavaScript's \d would take only ASCII digits, where Python's takes every script's.
@@ -1523,7 +1526,7 @@ def test_the_mod_scripts_whole_numbers_are_those_to_int_reads() -> None:
 
 def _script_set(name: str) -> set[str]:
     """The names a ``const NAME = new Set([...])`` of Mindscape.js lists."""
-    script = (Path(__file__).parents[2] / "vtt-module/roll20/Mindscape.js").read_text()
+    script = MOD_SCRIPT.read_text(encoding="utf-8")
     found = re.search(rf"const {name} = new Set\(\[([^\]]*)\]\)", script)
     assert found, f"Mindscape.js no longer has {name}"
     return set(re.findall(r"'([a-z_]+)'", found.group(1)))
@@ -1553,7 +1556,7 @@ def test_the_mod_scripts_empty_states_are_those_the_engine_takes_for_none() -> N
     daze's rounds are out) and that makes the same combatant as no attribute at all, so
     a round's end leaves out a fighter with only that. Every other JSON field refuses an
     empty object and an empty list."""
-    script = (Path(__file__).parents[2] / "vtt-module/roll20/Mindscape.js").read_text()
+    script = MOD_SCRIPT.read_text(encoding="utf-8")
     found = re.search(r"const EMPTY_STATE = \{([^}]*(?:\{\}[^}]*)*)\};", script)
     assert found, "Mindscape.js no longer has EMPTY_STATE"
     empty = dict(re.findall(r"([a-z_]+): '([^']*)'", found.group(1)))
@@ -1578,7 +1581,7 @@ def test_the_mod_scripts_state_pairs_are_state_attribute() -> None:
     current and maximum of one attribute, where they are; every other field is kept in
     ``psi_<field>``'s current. Its ``stateField`` reads them back from an attribute's
     part, and reads no other maximum (nor ``psi_psp_max``)."""
-    script = (Path(__file__).parents[2] / "vtt-module/roll20/Mindscape.js").read_text()
+    script = MOD_SCRIPT.read_text(encoding="utf-8")
     found = re.search(r"const STATE_PAIRS = \{([^}]*)\};", script)
     assert found, "Mindscape.js no longer has STATE_PAIRS"
     pairs = {name: (attr, part) for name, attr, part in

@@ -92,7 +92,7 @@ function notWrittenBack(answer) {
 /** An encounter another GM's browser (or a macro) sets as the current one, a new object each time. */
 const elsewhere = () => ({ id: "enc9", system: "revised-2e", name: "Elsewhere", combatants: {} });
 
-/** What the tests of an encounter changed outside this browser set it to: none, or another one. */
+/** What the tests of an encounter changed elsewhere set it to: none, or another one. */
 const setElsewhereCases = () => [{}, elsewhere()];
 
 /** Set the world's current encounter as another GM's browser or a macro does. */
@@ -1047,7 +1047,7 @@ test("End pressed while the companion resolves: the stored step is still written
   assert.deepEqual(warningsSince(t, before), [[`The encounter ended before a write-back missed by the sheet of Fenka could be tried again, so nothing will write it now: put it right by hand (${fenka.uuid}: flags.mindscape.revised-2e.psp = ${owed}).`, true]]);
 });
 
-test("the current encounter changed outside this browser (another GM's End or Create, a macro) while the companion resolves: a write Foundry misses is told as one to put right by hand, without saying that the encounter ended; for a macro's change, in the words of the notice of the writes it left waiting", async () => {
+test("the current encounter changed elsewhere (another GM's End or Create, a macro) while the companion resolves: a write Foundry misses is told as one to put right by hand, without saying that the encounter ended; for a macro's change, in the words of the notice of the writes it left waiting", async () => {
   for (const macro of [false, true]) {
     for (const next of setElsewhereCases()) {
       const { t, ctl, enc, release, fenka, resolving } = await resolvingFenkaLocked();
@@ -1137,7 +1137,7 @@ test("a new encounter created while the companion resolves a step it then cannot
   ]);
 });
 
-test("the current encounter changed outside this browser (another GM's End or Create, a macro) while the companion resolves a step it then cannot write back: the error that stays says only that the encounter is no longer the current one, not that it ended", async () => {
+test("the current encounter changed elsewhere (another GM's End or Create, a macro) while the companion resolves a step it then cannot write back: the error that stays says only that the encounter is no longer the current one, not that it ended", async () => {
   for (const next of setElsewhereCases()) {
     const { t, ctl, asking, release } = await resolveWaiting({ edit: notWrittenBack });
     const resolving = ctl.resolve({ force: true });
@@ -1823,7 +1823,7 @@ test("a resolve whose answer is lost after End: the notice that stays names the 
   assert.deepEqual(lost.map((n) => n.text), [UNCERTAIN_ENDED("Ulcen of Tyr, Fenka, Goblin")]);
 });
 
-test("a resolve whose answer is lost after the current encounter changed outside this browser (another GM's End or Create, a macro): the notice that stays says only that the encounter is no longer the current one, not that it ended, and nothing is held in the one set", async () => {
+test("a resolve whose answer is lost after the current encounter changed elsewhere (another GM's End or Create, a macro): the notice that stays says only that the encounter is no longer the current one, not that it ended, and nothing is held in the one set", async () => {
   for (const next of setElsewhereCases()) {
     const { t, ctl } = await encounter();
     const { asking, fail } = losingResolve(t);
@@ -2176,13 +2176,13 @@ test("Create pressed while add's encounter.add is on its way, the companion not 
   assert.deepEqual(said, []);
 });
 
-/** The notice naming tokens the companion added to an encounter set outside this browser meanwhile, with no encounter current now (`none`) or another (`other`). */
+/** The notice naming tokens the companion added to an encounter set elsewhere meanwhile, with no encounter current now (`none`) or another (`other`). */
 const addedElsewhere = {
   none: (names) => `The encounter stopped being the current one (ended or replaced elsewhere: in another browser, by a macro or a script) while the companion added ${names} to it, and no encounter is current now: to have them fight, select their tokens and make a new one (Create from selected tokens).`,
   other: (names) => `The encounter stopped being the current one (ended or replaced elsewhere: in another browser, by a macro or a script) while the companion added ${names} to it, and another encounter is current now: to have them fight in it, select their tokens and add them again (Add selected).`,
 };
 
-/** The notice naming tokens add did not send to an encounter set outside this browser meanwhile, as the companion took none. */
+/** The notice naming tokens add did not send to an encounter set elsewhere meanwhile, as the companion took none. */
 const notAddedElsewhere = {
   none: (names) => `Not added: ${names}. The encounter stopped being the current one (ended or replaced elsewhere: in another browser, by a macro or a script) before the companion took them, and no encounter is current now: to have them fight, select their tokens and make a new one (Create from selected tokens).`,
   other: (names) => `Not added: ${names}. The encounter stopped being the current one (ended or replaced elsewhere: in another browser, by a macro or a script) before the companion took them, and another encounter is current now: to have them fight in it, select their tokens and add them (Add selected).`,
@@ -2191,7 +2191,7 @@ const notAddedElsewhere = {
 /** The sentence of those notices naming selected tokens add skipped as already in that encounter. */
 const alreadyElsewhere = (names) => `Already in that encounter, so not sent again: ${names}; select their tokens too.`;
 
-test("the encounter ended or replaced outside this browser (another GM's End or Create, a macro) after add's last encounter.add was sent: the tokens the companion took are named in a notice that stays, saying whether another encounter is current now, and what was set elsewhere stays", async () => {
+test("the encounter ended or replaced elsewhere (another GM's End or Create, a macro) after add's last encounter.add was sent: the tokens the companion took are named in a notice that stays, saying whether another encounter is current now, and what was set elsewhere stays", async () => {
   for (const [next, words] of [[elsewhere(), addedElsewhere.other], [{}, addedElsewhere.none]]) {
     const { t, ctl, gate, count } = slowAdds(Infinity);
     await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
@@ -2422,7 +2422,7 @@ test("a selected token deleted while the companion takes the one before it: the 
   assert.equal(ctl.meta.combatants["fenka-tokF"].tokenUuid, t.tokens.fenkaToken.uuid);
 });
 
-test("the encounter ended or replaced outside this browser while tokens are added, the companion then refusing the next token (NotFound): one notice that stays names the tokens it took and those it never got, no error contradicts it, and what was set elsewhere stays", async () => {
+test("the encounter ended or replaced elsewhere while tokens are added, the companion then refusing the next token (NotFound): one notice that stays names the tokens it took and those it never got, no error contradicts it, and what was set elsewhere stays", async () => {
   for (const [next, words] of [[elsewhere(), addedElsewhere.other], [{}, addedElsewhere.none]]) {
     // Another GM's End (it deletes the encounter in the companion), then maybe their Create.
     const meanwhile = async (t) => {
@@ -2452,7 +2452,7 @@ function fenkaLinkedTwice(t) {
   return again;
 }
 
-test("the encounter replaced outside this browser while tokens are added, the companion then refusing the next token (NotFound): the tokens never sent are named once each, without those whose creature is in the encounter already, which add would not have sent: those are named as already in it (as the tokens skipped before the refusal are), but for a creature the companion took in this add", async () => {
+test("the encounter replaced elsewhere while tokens are added, the companion then refusing the next token (NotFound): the tokens never sent are named once each, without those whose creature is in the encounter already, which add would not have sent: those are named as already in it (as the tokens skipped before the refusal are), but for a creature the companion took in this add", async () => {
   const next = elsewhere();
   const meanwhile = async (t) => {
     await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });
@@ -2467,7 +2467,7 @@ test("the encounter replaced outside this browser while tokens are added, the co
   assert.deepEqual(warningsSince(t, before), [[`${addedElsewhere.other("Fenka")} ${unsent} ${alreadyElsewhere("Ulcen of Tyr")}`, true]]);
 });
 
-test("the encounter ended or replaced outside this browser while tokens are added: selected tokens skipped as already in that encounter are named in the same notice that stays (not in an AlreadyIn notice), without a creature the companion took in this add", async () => {
+test("the encounter ended or replaced elsewhere while tokens are added: selected tokens skipped as already in that encounter are named in the same notice that stays (not in an AlreadyIn notice), without a creature the companion took in this add", async () => {
   for (const [next, words] of [[elsewhere(), addedElsewhere.other], [{}, addedElsewhere.none]]) {
     // The companion takes the goblin (the encounter set elsewhere meanwhile), then refuses nothing.
     const { t, ctl } = await failingGoblinAdd({ meanwhile: (t) => setElsewhere(t, next) });
@@ -2492,13 +2492,13 @@ test("the encounter ended or replaced outside this browser while tokens are adde
   assert.deepEqual(warningsSince(t, before), [[`${addedElsewhere.other("Fenka")} ${unsent} ${alreadyElsewhere("Ulcen of Tyr")}`, true]]);
 });
 
-/** The notice naming selected tokens all already in an encounter set outside this browser while add read them, nothing sent. */
+/** The notice naming selected tokens all already in an encounter set elsewhere while add read them, nothing sent. */
 const alreadyAllElsewhere = {
   none: (names) => `Already in the encounter, so not added again: ${names}. But it stopped being the current one (ended or replaced elsewhere: in another browser, by a macro or a script) meanwhile, and no encounter is current now: to have them fight, select their tokens and make a new one (Create from selected tokens).`,
   other: (names) => `Already in the encounter, so not added again: ${names}. But it stopped being the current one (ended or replaced elsewhere: in another browser, by a macro or a script) meanwhile, and another encounter is current now: to have them fight in it, select their tokens and add them (Add selected).`,
 };
 
-test("every selected creature already in the encounter, which stopped being the current one outside this browser while add read the tokens: a notice that stays names them and says what to do (not the AlreadyIn notice, nor nothing), and what was set elsewhere stays", async () => {
+test("every selected creature already in the encounter, which stopped being the current one elsewhere while add read the tokens: a notice that stays names them and says what to do (not the AlreadyIn notice, nor nothing), and what was set elsewhere stays", async () => {
   for (const [next, words] of [[elsewhere(), alreadyAllElsewhere.other], [{}, alreadyAllElsewhere.none]]) {
     const { methods } = encounterMethods();
     const t = makeTable({ methods });
@@ -2524,7 +2524,7 @@ test("every selected creature already in the encounter, which stopped being the 
 
 /**
  * failingGoblinAdd whose encounter.add of the goblin, on its way, meets the encounter
- * ended in the companion and `next` set outside this browser, and the goblin's token
+ * ended in the companion and `next` set elsewhere, and the goblin's token
  * deleted: the companion refuses it as it no longer knows the encounter (NotFound).
  */
 const goblinLostElsewhere = (next) => failingGoblinAdd({
@@ -2536,7 +2536,7 @@ const goblinLostElsewhere = (next) => failingGoblinAdd({
   },
 });
 
-test("the encounter ended or replaced outside this browser while add's first encounter.add is on its way, the companion refusing it (NotFound) and its token deleted meanwhile: no NotFound error (its 'start a new encounter' untrue with another current), and the tokens skipped as already in that encounter are named in a notice that stays", async () => {
+test("the encounter ended or replaced elsewhere while add's first encounter.add is on its way, the companion refusing it (NotFound) and its token deleted meanwhile: no NotFound error (its 'start a new encounter' untrue with another current), and the tokens skipped as already in that encounter are named in a notice that stays", async () => {
   for (const [next, words] of [[elsewhere(), alreadyAllElsewhere.other], [{}, alreadyAllElsewhere.none]]) {
     const { t, ctl } = await goblinLostElsewhere(next);
     const before = t.clients.gm.notes.given.length;
@@ -2547,7 +2547,7 @@ test("the encounter ended or replaced outside this browser while add's first enc
   }
 });
 
-test("the encounter ended or replaced outside this browser while add's encounter.add of the only selected token is on its way, the companion refusing it (NotFound) and the token deleted meanwhile: the GM is told that nothing was added and why, not nothing at all, and no NotFound error", async () => {
+test("the encounter ended or replaced elsewhere while add's encounter.add of the only selected token is on its way, the companion refusing it (NotFound) and the token deleted meanwhile: the GM is told that nothing was added and why, not nothing at all, and no NotFound error", async () => {
   for (const next of [elsewhere(), {}]) {
     const { t, ctl } = await goblinLostElsewhere(next);
     const before = t.clients.gm.notes.given.length;
@@ -2565,7 +2565,7 @@ const inCurrent = (names) => `Already in the encounter current now, so not to be
 /** An encounter set elsewhere as the current one with the creatures of `tokens` in it (another GM's Create from the same tokens). */
 const elsewhereWith = (...tokens) => ({ ...elsewhere(), combatants: Object.fromEntries(tokens.map((tok, i) => [`c${i}`, { tokenUuid: tok.uuid, actorUuid: tok.actor.uuid, name: tok.name, disposition: 0 }])) });
 
-test("the encounter replaced outside this browser by one holding some of the same creatures (another GM's Create from the same tokens) while tokens are added: the notice that stays names those as in the current encounter already, as adding them there, which it says to do, would only be refused", async () => {
+test("the encounter replaced elsewhere by one holding some of the same creatures (another GM's Create from the same tokens) while tokens are added: the notice that stays names those as in the current encounter already, as adding them there, which it says to do, would only be refused", async () => {
   // The companion, which still knows the encounter, takes Fenka and the goblin; Ulcen is skipped.
   const { t, ctl, gate, count } = slowAdds(Infinity);
   await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
@@ -2595,7 +2595,7 @@ test("the encounter replaced outside this browser by one holding some of the sam
   assert.deepEqual(warningsSince(none.t, at), [[notAddedElsewhere.none("Goblin"), true]], "none current");
 });
 
-test("the encounter replaced outside this browser by one holding every creature add was adding (another GM's Create from the same tokens): the GM is told only that they are in the current encounter already, not told to add them and then not to", async () => {
+test("the encounter replaced elsewhere by one holding every creature add was adding (another GM's Create from the same tokens): the GM is told only that they are in the current encounter already, not told to add them and then not to", async () => {
   const all = (names) => `The encounter stopped being the current one (ended or replaced elsewhere: in another browser, by a macro or a script) while ${names} were being added to it, but the encounter current now has them already: there is nothing more to add.`;
   // The companion, which still knows the encounter, takes Fenka; Ulcen is skipped as in it.
   const { t, ctl, gate, count } = slowAdds(Infinity);
@@ -2621,7 +2621,7 @@ test("the encounter replaced outside this browser by one holding every creature 
   assert.deepEqual(refused.t.clients.gm.notes.given.slice(before).map((n) => [n.kind, n.text]), [["info", all("Goblin, Ulcen of Tyr")]], "none taken");
 });
 
-test("the encounter ended or replaced outside this browser while tokens are added, the companion refusing the first token sent as it no longer knows it: a selected token after that one whose creature is already in that encounter is named as such, as one before it would be", async () => {
+test("the encounter ended or replaced elsewhere while tokens are added, the companion refusing the first token sent as it no longer knows it: a selected token after that one whose creature is already in that encounter is named as such, as one before it would be", async () => {
   const meanwhile = async (t) => {
     await t.clients.gm.svc.rpc("encounter.delete", { id: "enc1" });
     await setElsewhere(t, elsewhere());
@@ -2633,7 +2633,7 @@ test("the encounter ended or replaced outside this browser while tokens are adde
   assert.deepEqual(warningsSince(t, before), [[`${notAddedElsewhere.other("Goblin, Fenka")} ${alreadyElsewhere("Ulcen of Tyr")}`, true]]);
 });
 
-test("the encounter replaced outside this browser while tokens are added, the companion then refusing the next one's sheet: the notice names the tokens it took, and the refusal still reaches the GM", async () => {
+test("the encounter replaced elsewhere while tokens are added, the companion then refusing the next one's sheet: the notice names the tokens it took, and the refusal still reaches the GM", async () => {
   const { is, fail } = ADD_FAILURES["a sheet the rules refuse (RulesError)"];
   const next = elsewhere();
   const { t, ctl } = await failingGoblinAdd({ fail, meanwhile: (t) => setElsewhere(t, next) });
@@ -2737,7 +2737,7 @@ test("Create pressed here while add's encounter.add is on its way, the companion
   assert.deepEqual(said, [], "the GM's own Create replaced it: nothing to tell");
 });
 
-test("End pressed (or the encounter set) outside this browser while add's first encounter.add is on its way, the companion, which forgot the encounter, refusing it (NotFound): a notice that stays names the tokens not added, and those skipped as already in that encounter, and says what to do; no error contradicts it, and what was set elsewhere stays", async () => {
+test("End pressed (or the encounter set) elsewhere while add's first encounter.add is on its way, the companion, which forgot the encounter, refusing it (NotFound): a notice that stays names the tokens not added, and those skipped as already in that encounter, and says what to do; no error contradicts it, and what was set elsewhere stays", async () => {
   for (const [next, words] of [[elsewhere(), notAddedElsewhere.other], [{}, notAddedElsewhere.none]]) {
     const { t, ctl, gate, count } = slowAdds(Infinity);
     await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
@@ -2782,7 +2782,7 @@ test("a linked token deleted while tokens are being added to the encounter: its 
   assert.ok(Object.values(ctl.meta.combatants).some((c) => c.tokenUuid === prime.uuid), "Fenka Prime is added");
 });
 
-test("End pressed here while the encounter is set outside this browser (another GM's End or Create, a macro) and a resolve is under way: the write Foundry misses is still told, and the encounter set elsewhere stays", async () => {
+test("End pressed here while the encounter is set elsewhere (another GM's End or Create, a macro) and a resolve is under way: the write Foundry misses is still told, and the encounter set elsewhere stays", async () => {
   for (const next of setElsewhereCases()) {
     const { t, ctl, enc, release, fenka, resolving } = await resolvingFenkaLocked();
     const ending = ctl.end();
@@ -2799,11 +2799,11 @@ test("End pressed here while the encounter is set outside this browser (another 
   }
 });
 
-test("Create pressed here while a meta write lands and the encounter is set outside this browser meanwhile, a resolve of the one it replaced under way: the write the resolve then misses is still told, in words of a replaced encounter", async () => {
+test("Create pressed here while a meta write lands and the encounter is set elsewhere meanwhile, a resolve of the one it replaced under way: the write the resolve then misses is still told, in words of a replaced encounter", async () => {
   const { t, ctl, enc, release, fenka, resolving } = await resolvingFenkaLocked();
   const other = elsewhere();
   // A meta write under way (a hold's, a deleted token's record), Create waiting for it,
-  // while the encounter is set outside this browser.
+  // while the encounter is set elsewhere.
   const landing = (async () => { await tick(1); await setElsewhere(t, other); })();
   ctl.heldSaves.add(landing);
   landing.finally(() => ctl.heldSaves.delete(landing));

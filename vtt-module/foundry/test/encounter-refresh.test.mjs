@@ -2367,7 +2367,7 @@ test("a token the companion's encounter holds but the panel does not (an add who
   await ctl.add([t.tokens.goblinToken.uuid, t.tokens.fenkaToken.uuid]);
   assert.deepEqual(Object.keys(ctl.meta.combatants), ["ulcen", "goblin-tokG", "fenka-tokF"]);
   assert.equal(ctl.meta.combatants["goblin-tokG"].tokenUuid, t.tokens.goblinToken.uuid);
-  assert.deepEqual(t.clients.gm.notes.given.slice(before).map((n) => [n.kind, n.text]), [["info", "The companion's encounter had Goblin already, though the panel did not show it (an earlier add whose answer was lost): the panel shows it now."]]);
+  assert.deepEqual(t.clients.gm.notes.given.slice(before).map((n) => [n.kind, n.text]), [["info", "The companion's encounter had Goblin already, though the panel did not show it (an earlier add whose answer was lost, or one a macro or a script made): the panel shows it now."]]);
 });
 
 test("a refusal at /combatant/id for a creature the companion's log does not hold stays the GM's refusal", async () => {

@@ -750,11 +750,11 @@ export class EncounterController {
    * `name`) to encounter `meta`: the companion's answer. When the add fails without
    * saying that the companion did not take the token (`answerMayBeLost`), or the
    * companion refuses it as in the encounter already while `meta` does not hold it
-   * (`refusedAsIn`: an earlier add whose answer was lost), its log says whether it holds
-   * the token's creature (`heldAs`): if so, that add's answer is this one's, and the GM is
-   * told (`AddAnswerLost`, `AddFoundIn`), else the failure stands. Else the GM would be
-   * stuck with a creature in the companion's encounter that the panel does not show and
-   * the companion refuses to add again.
+   * (`refusedAsIn`: an earlier add whose answer was lost, or one a macro or a script
+   * made), its log says whether it holds the token's creature (`heldAs`): if so, that
+   * add's answer is this one's, and the GM is told (`AddAnswerLost`, `AddFoundIn`), else
+   * the failure stands. Else the GM would be stuck with a creature in the companion's
+   * encounter that the panel does not show and the companion refuses to add again.
    */
   async addOne(meta, combatant, name) {
     try {

@@ -2358,6 +2358,34 @@ test("the answer to a token's encounter.add lost before the companion took it: i
   assert.ok(calls(t).some((c) => c.method === "encounter.log"), "the log was looked at");
 });
 
+test("the answer to a token's encounter.add lost before the companion took it, its log holding another creature of the same actor (another unlinked token of it, or the actor through a linked token): that one is not taken for it, as the adapter gives each its own id", async () => {
+  // The goblin's unlinked token tokG, a second unlinked token tokG2 and a linked one tokL:
+  // three creatures, `goblin-tokG`, `goblin-tokG2` and `goblin` (adapters/foundry.py unwrap).
+  for (const [adding, held] of [["tokG2", "tokG"], ["tokL", "tokG"], ["tokG", "tokL"]]) {
+    const { methods } = encounterMethods();
+    const t = makeTable({
+      methods: {
+        ...methods,
+        "encounter.add": (p) => {
+          if (p.combatant.data.token?.uuid === tokens[adding].uuid) throw { code: -32603, message: "Internal error", data: { error_id: "e-3" } };
+          return methods["encounter.add"](p);
+        },
+      },
+    });
+    const goblin = t.actors.goblin;
+    const tokens = { tokG: t.tokens.goblinToken, tokG2: t.world.token({ id: "tokG2", name: "Goblin 2", actor: goblin, actorLink: false }), tokL: t.world.token({ id: "tokL", name: "Goblin chief", actor: goblin, actorLink: true }) };
+    const gm = t.clients.gm.svc;
+    const ctl = gm.encounters;
+    await ctl.create([t.tokens.ulcenToken.uuid], "Vault");
+    const { combatant_id: heldId } = await gm.rpc("encounter.add", { id: ctl.meta.id, combatant: gm.ref(goblin, tokens[held], await gm.adapterId()) });
+    const before = t.clients.gm.notes.given.length;
+    await assert.rejects(ctl.add([tokens[adding].uuid]), (e) => e.code === -32603, adding);
+    assert.deepEqual(Object.keys(ctl.meta.combatants), ["ulcen"], `${adding}: ${heldId} not taken for it`);
+    assert.ok(calls(t).some((c) => c.method === "encounter.log"), `${adding}: the log was looked at`);
+    assert.deepEqual(t.clients.gm.notes.given.slice(before).filter((n) => n.kind === "info"), [], adding);
+  }
+});
+
 test("a token the companion's encounter holds but the panel does not (an add whose answer was lost) added again: the companion refuses it as in already, and the panel takes it from the companion's log instead of telling the GM it was refused", async () => {
   const { t, ctl } = await failingGoblinAdd();
   const gm = t.clients.gm.svc;

@@ -2525,6 +2525,25 @@ const turn = (token) => ({ id: token.id, pr: '10', custom: '', _pageid: token.ge
 
 const roundRefs = (req) => req.body.params.combatants.map((c) => (c.adapter === 'roll20.generic' ? c.data.character.id : c.data.id));
 
+// The fighters a GM's `!psi round` of Ulcen and Fenka sends to the companion.
+const roundOfUlcenAndFenka = (ctx) => {
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+  return roundRefs(lastRequest(ctx.sb));
+};
+
+// Fenka without PSPs, so that only an attribute a test gives her decides whether a round's
+// end sends her: `(name, current)` is what roundOfUlcenAndFenka sends with that one
+// attribute added to her (and taken away after).
+const withOneAttribute = (ctx) => {
+  ctx.sb.attribute(ctx.fenka.id, 'PSP').set({ current: '0', max: '0' });
+  return (name, current) => {
+    const attr = ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name, current, max: '' });
+    const refs = roundOfUlcenAndFenka(ctx);
+    attr.remove();
+    return refs;
+  };
+};
+
 test('!psi round is for GMs: a player is refused and nothing is sent', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: '!psi round' });
@@ -3260,10 +3279,7 @@ test('a round\'s end takes a fighter by a psi_* attribute with only a maximum, a
 
 test('a round\'s end reads each attribute as the companion does: the first of its name in any case, a psi_* attribute\'s maximum only where it keeps a field (psi_pool, psi_psp ...)', () => {
   const ctx = campaign();
-  const round = () => {
-    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
-    return roundRefs(lastRequest(ctx.sb));
-  };
+  const round = () => roundOfUlcenAndFenka(ctx);
   // Fenka has no psi_* state and no PSPs: only what is added below decides.
   ctx.sb.attribute(ctx.fenka.id, 'PSP').set({ current: '0', max: '0' });
   const added = [];
@@ -3301,17 +3317,7 @@ test('a round\'s end reads each attribute as the companion does: the first of it
 
 test('a round\'s end leaves out a fighter whose psi_* state is JSON null or the empty state the companion writes once it is over; a state the companion refuses sends it, for the refusal to name the attribute', () => {
   const ctx = campaign();
-  const round = () => {
-    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
-    return roundRefs(lastRequest(ctx.sb));
-  };
-  ctx.sb.attribute(ctx.fenka.id, 'PSP').set({ current: '0', max: '0' });
-  const state = (name, current) => {
-    const attr = ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name, current, max: '' });
-    const refs = round();
-    attr.remove();
-    return refs;
-  };
+  const state = withOneAttribute(ctx);
   // No state: JSON null with JSON's spaces, an empty state where the engine takes it for
   // none (a daze whose rounds are out leaves psi_condition_rounds "{}").
   for (const [name, current] of [['psi_mind', 'null'], ['psi_mind', ' \tnull\r\n'], ['psi_mind', '{}'], ['psi_condition_rounds', '{ }'],
@@ -3329,17 +3335,7 @@ test('a round\'s end leaves out a fighter whose psi_* state is JSON null or the 
 
 test('a round\'s end sends a fighter whose psi_* flag or choice holds only spaces, which the companion refuses (naming it); a list of only spaces names nothing and a number or JSON of only spaces is none: those stay out', () => {
   const ctx = campaign();
-  const round = () => {
-    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
-    return roundRefs(lastRequest(ctx.sb));
-  };
-  ctx.sb.attribute(ctx.fenka.id, 'PSP').set({ current: '0', max: '0' });
-  const state = (name, current) => {
-    const attr = ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name, current, max: '' });
-    const refs = round();
-    attr.remove();
-    return refs;
-  };
+  const state = withOneAttribute(ctx);
   // Spaces as Python's str.strip() takes them (U+0085, U+001C included).
   for (const spaces of [' ', '\u3000', '\u0085\u001c']) {
     for (const name of ['psi_kind', 'psi_class_group', 'psi_psionic', 'psi_mindless', 'psi_die']) {
@@ -3372,10 +3368,7 @@ test('with the generic adapter a mapped psionic field is read from the first att
 
 test('a round\'s end reads the sheet\'s PSPs as the companion reads a number (to_int): PSPs in another script\'s digits count; a PSP box the companion refuses ("1e1", "0x10", "5.0", above 10000) sends its fighter all the same, for the companion\'s refusal to name the box', () => {
   const ctx = campaign();
-  const round = () => {
-    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
-    return roundRefs(lastRequest(ctx.sb));
-  };
+  const round = () => roundOfUlcenAndFenka(ctx);
   // Fenka has no psi_* state: only its PSP box decides.
   const psp = ctx.sb.attribute(ctx.fenka.id, 'PSP');
   for (const [current, max] of [['\uff13\uff10', ''], ['', '\u0663'], ['+\u{1d7fb}', '']]) {

@@ -707,6 +707,25 @@ def test_barrier_mantra_stuns_instead_of_control() -> None:
     assert after(res, "a")["controlling"] == []
 
 
+@pytest.mark.parametrize("mode", ["synaptic-overload", "subconscious-subversion"])
+def test_barrier_mantra_spares_control_but_not_effects_that_need_none(mode: str) -> None:
+    """Seed: Barrier Mantra's loser is "stunned for one round instead of falling under the
+    psionic control": only control is replaced, and the attack still won. So Synaptic
+    Overload's "damage equal to the sum of the dice it rolled" (2 + 3) and Subversion's
+    Fear, which "persists even after the attacker ceases psionic control", still land
+    (tables: neither effect has requires_control)."""
+    res = exchange(psionic("A", 2, 6), psionic("B", 2, 6, hp=10), {"mode": mode},
+                   {"mode": "barrier-mantra"}, dice={"attack": [6, 6], "defense": [2, 3]})
+    out = res.to_json()
+    b = after(res, "b")
+    assert out["outcome_detail"] == "won-without-control"
+    assert b["controlled_by"] is None and "stunned" in b["conditions"]
+    if mode == "synaptic-overload":
+        assert out["damage"] == 5 and b["hp"] == 5
+    else:
+        assert "frightened" in b["conditions"] and out["damage"] == 0
+
+
 def test_blank_mind_failed_save_fails_the_attack_and_costs_a_die() -> None:
     """Seed: "The attacker must make a saving throw. If they fail the saving throw, the
     attack automatically fails, and they lose a die from their current power pool"."""

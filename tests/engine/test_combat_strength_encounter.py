@@ -97,6 +97,75 @@ def test_order_of_declaration_does_not_change_a_segment() -> None:
     assert run(["ann", "bo"]) == run(["bo", "ann"])
 
 
+def test_a_second_attack_on_a_mind_its_segment_leaves_defenseless_still_meets_its_defense(
+        ) -> None:
+    """RULES.md 2.3 step 3.3: 'every lookup uses the states at the start of the segment';
+    step 3.4: damage from the combat table beyond the defense strength is lost. Ann's
+    and Cy's Mind Thrusts (Combat Strength 24: no bonus die) both meet Bo's Mind Blank
+    (table A 01-25: 12), though the first alone takes his 10 defense strength: neither is
+    looked up on the defenseless table (band 01-25, MT against 40: W), and his attack
+    strength stays 30."""
+    state = through_intent(encounter(psionic("ann", 24, 0), psionic("bo", 30, 10),
+                                     psionic("cy", 24, 0)),
+                           {"ann": "trance", "bo": "trance", "cy": "trance"})
+    for me in ("ann", "cy"):
+        state = SYSTEM.encounter_declare(state, me, {
+            "attack": {"mode": "mind-thrust", "target": "bo"}})
+    state = SYSTEM.encounter_declare(state, "bo", {"attack": None,
+                                                  "defense": {"mode": "mind-blank"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({}))
+    assert [(r["table"], r["damage"]) for r in step["results"]] == [("combat", 12)] * 2
+    bo = SYSTEM.encounter_view(state)["combatants"]["bo"]
+    assert (bo["attack_strength"], bo["defense_strength"], bo["conditions"]) == (30, 0, [])
+
+
+def test_bonus_dice_count_the_combat_strength_at_the_segment_s_start_not_at_intent(
+        ) -> None:
+    """RULES.md 2.4: '+1d6 for every full 25 points of the attacker's current Combat
+    Strength (at the start of the segment)'; the Combat Strength recorded at intent (seed
+    step 1) is only a record. Ann enters with 40 + 10 = 50 (two bonus dice); Bo's Mind
+    Thrust on her Mind Blank in segment 1 (Combat Strength 60: 12 + 1 + 1) takes her
+    defense to 0 and her Ego Whip costs 7, so she starts segment 2 with 33: one die."""
+    state = through_intent(encounter(psionic("ann", 40, 10), psionic("bo", 30, 30)),
+                           {"ann": "trance", "bo": "trance"})
+    state = SYSTEM.encounter_declare(state, "ann", {
+        "attack": {"mode": "ego-whip", "target": "bo"}, "defense": {"mode": "mind-blank"}})
+    state = SYSTEM.encounter_declare(state, "bo", {
+        "attack": {"mode": "mind-thrust", "target": "ann"},
+        "defense": {"mode": "shield-thoughts"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"damage": [1, 1, 1, 1]}))
+    assert [r["bonus_dice"] for r in step["results"]] == [2, 2]
+    state = SYSTEM.encounter_declare(state, "ann", {
+        "attack": {"mode": "ego-whip", "target": "bo"}})
+    state = SYSTEM.encounter_declare(state, "bo", {"attack": None,
+                                                  "defense": {"mode": "shield-thoughts"}})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"damage": [1]}))
+    view = SYSTEM.encounter_view(state)
+    assert view["recorded_combat_strength"]["ann"] == 50
+    assert step["results"][0]["bonus_dice"] == 1
+    assert step["results"][0]["damage"] == 3 + 1  # table A 01-25: EW vs Shield Thoughts 3
+
+
+def test_a_mind_killed_in_a_segment_still_makes_its_attack_of_that_segment() -> None:
+    """RULES.md 2.3 step 3.3: 'all attacks of a segment are simultaneous'. Ann's Psychic
+    Implosion kills the defenseless Bo (table B 26-50 against up to 59: 75%, d100 1)
+    while his Ego Whip finds her with no defense strength (table B 01-25 against up to
+    59: 30): it still lands, taking 30 of her attack strength after the 14 she spends
+    (40 - 14 - 30, not below 0), and he pays 7 for it."""
+    state = through_intent(encounter(psionic("ann", 40, 0), psionic("bo", 10, 10)),
+                           {"ann": "trance", "bo": "trance"})
+    state = SYSTEM.encounter_declare(state, "ann", {
+        "attack": {"mode": "psychic-implosion", "target": "bo"}})
+    state = SYSTEM.encounter_declare(state, "bo", {
+        "attack": {"mode": "ego-whip", "target": "ann"}, "defense": None})
+    state, step = SYSTEM.encounter_resolve(state, SuppliedDice({"implosion": [1]}))
+    assert [(r["attacker"]["id"], r["table_value"]) for r in step["results"]] == [
+        ("ann", 75), ("bo", 30)]
+    after = SYSTEM.encounter_view(state)["combatants"]
+    assert after["bo"]["conditions"] == ["dead"] and after["bo"]["attack_strength"] == 3
+    assert (after["ann"]["attack_strength"], after["ann"]["defense_strength"]) == (0, 0)
+
+
 def test_outside_trance_only_shield_thoughts_or_no_defense() -> None:
     """Seed 3.i: 'Anyone acting outside of psionic combat ... must choose either the
     Shield Thoughts Defense Mode or no Defense Mode at all.'"""

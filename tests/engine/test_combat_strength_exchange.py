@@ -176,12 +176,15 @@ def test_psychic_implosion_crushes_on_d100_at_or_below_the_table_value() -> None
 
 
 def test_psychic_implosion_dash_rolls_no_d100() -> None:
-    """Table A band 01-25: psychic crush against thought shield is '—' (no effect)."""
+    """Table A band 01-25: psychic crush against thought shield is '—' (no effect). The
+    bonus dice are still dealt (H-CS-IMPLOSION: 'deals the bonus dice only'): Combat
+    Strength 30 gives one, here 4."""
     req = request(psionic("ann", 30, 0), psionic("bo", 30, 60), "psychic-implosion",
                   "shield-thoughts")
     res = SYSTEM.resolve(req, SuppliedDice({"damage": [4], "implosion": [1]}))
     assert res.fields["crush_chance"] == 0 and res.fields["implosion_roll"] is None
     assert res.unused_dice == {"implosion": [1]}
+    assert res.fields["damage"] == 4 and res.defender.after["defense_strength"] == 56
 
 
 def test_psychic_implosion_as_points_when_h_cs_implosion_is_off() -> None:

@@ -94,6 +94,18 @@ def test_critical_below_quarter_allows_save_vs_paralyzation(save_roll: int,
     assert result["mind_opened"] is opened
 
 
+@pytest.mark.parametrize("damage,saves", [([4, 3, 2, 1], True), ([4, 4, 2, 1], False)])
+def test_a_quarter_of_a_psp_max_not_divisible_by_4_is_not_rounded_down(
+        damage: list[int], saves: bool) -> None:
+    # 25% of 41 is 10.25: 10 damage falls short of it and Fenka saves; 11 opens her mind
+    # without a save ("If the damage is 25% or more of the PSP maximum, no saving throw")
+    fenka = {**FENKA, "psp_max": 41}
+    result = exchange(ULCEN, fenka, multiplier=4, attack=[20], damage=damage, save=[20])
+    assert result["critical"] and result["damage"] == sum(damage)
+    assert (result["save"] is not None) is saves
+    assert result["mind_opened"] is not saves
+
+
 # "Ego Whip ... a 3rd-level psionicist can spend up to 12 PSPs (cost x level--4x3 =12) for
 #  3d6+3 points of damage."
 def test_ego_whip_third_level_declares_at_most_12_psps_for_3d6_plus_3() -> None:

@@ -724,6 +724,15 @@ class Draft:
             self.warnings.append(text)
             self.derivations.setdefault(name, []).append(text)
 
+    def warn_level(self, text: str) -> None:
+        """Record an assumption about how the sheet gives the level or Hit Dice (a level
+        taken as 1, one class's of several, Hit Dice read from odd text), for the field
+        the system counts them in: revised-2e's ``level``, power-pool's ``hit_dice``
+        (combat-strength has neither, so it is told nothing); withdrawn, as ``warn_for``'s
+        are, when the psionic state store sets that field."""
+        for name in ("level", "hit_dice"):
+            self.warn_for(name, text)
+
     def refuse_for(self, name: str, error: InvalidInput) -> None:
         """Record that the sheet's data for field ``name`` cannot be read (``error``, at
         its place), when the system has that field (a die the system does not roll

@@ -584,7 +584,7 @@ class Dnd5e(FoundryAdapter):
             unread = f"hit-point formula {json_text(formula, 40)} rolls no die"
         else:
             try:
-                count = hit_dice_count(formula, path, draft.warn)
+                count = hit_dice_count(formula, path, draft.warn_level)
             except InvalidInput:
                 if not isinstance(formula, str):
                     raise
@@ -603,7 +603,7 @@ class Dnd5e(FoundryAdapter):
                 cr = int(cr)  # fractional challenge ratings (0.5) round down
             count = max(1, to_int(cr, cr_path, 0, 100) or 1)
             what = unread if text is not None and text.strip() else "no hit-point formula"
-            draft.warn(f"{what}; Hit Dice taken as {count} from the challenge rating")
+            draft.warn_level(f"{what}; Hit Dice taken as {count} from the challenge rating")
         if die is None:
             die = 8
             draft.warn_for("die", "no hit die in the hit-point formula; assumed d8")
@@ -649,7 +649,7 @@ class Dnd5e(FoundryAdapter):
             # of 0 Hit Dice would be no creature at all)
             details_level, path = dig(system_data, "details.level", base)
             level = to_int(details_level, path, 0, 100) or 1
-            draft.warn(f"no class items; level taken as {level}")
+            draft.warn_level(f"no class items; level taken as {level}")
         # the pool's die: of the classes of most levels, the largest; the class group's
         # class (no psionicist's taken): of those, the first of that die
         main = max(classes, key=lambda c: (c.levels, c.die or 0), default=None)
@@ -667,7 +667,7 @@ class Dnd5e(FoundryAdapter):
             main = psionicist
             if len(classes) > 1:
                 listed = ", ".join(f"{c.name} {c.levels}" for c in classes)
-                draft.warn(f"several classes ({listed}); level {main.levels} taken, the "
+                draft.warn_level(f"several classes ({listed}); level {main.levels} taken, the "
                            f"psionicist class's ({main.name}), not the character's {level}")
                 # Read at a class's own level, not dnd5e's sum of them, the character
                 # saves with the best of its classes, each at its own level (2e).
@@ -744,10 +744,10 @@ class Ose(FoundryAdapter):
         hd, hd_path = dig(system_data, "hp.hd", base)
         die = _hit_die_or_refused(draft, hd, hd_path)
         if npc:
-            level = hit_dice_count(hd, hd_path, draft.warn)
+            level = hit_dice_count(hd, hd_path, draft.warn_level)
             if level is None:
                 level = 1
-                draft.warn("no Hit Dice (hp.hd); taken as 1")
+                draft.warn_level("no Hit Dice (hp.hd); taken as 1")
         else:
             level = _class_level(system_data, "details.level", base, draft)
         if die is None:
@@ -780,7 +780,7 @@ def _class_level(system_data: Any, dotted: str, base: str, draft: Draft) -> int:
     value, path = dig(system_data, dotted, base)
     level = to_int(value, path, 0, 100)
     if level is None:
-        draft.warn("no level; taken as 1")
+        draft.warn_level("no level; taken as 1")
         return 1
     return level
 
@@ -901,11 +901,11 @@ class Ars(FoundryAdapter):
         group_from: str | None = None  # the class name a character's class group is of
         if npc:
             hd, hd_path = dig(system_data, "hitdice", base)
-            level = hit_dice_count(hd, hd_path, draft.warn)
+            level = hit_dice_count(hd, hd_path, draft.warn_level)
             die = _hit_die_or_refused(draft, hd, hd_path)
             if level is None:
                 level = 1
-                draft.warn("no Hit Dice (hitdice); taken as 1")
+                draft.warn_level("no Hit Dice (hitdice); taken as 1")
         else:
             level, die, group_from = self._classes(actor, draft, system_data, base)
         if die is None:
@@ -964,7 +964,7 @@ class Ars(FoundryAdapter):
             stored_level = to_int(value, path, 0, _MAX_LEVEL)
             taken = "1" if stored_level is None else \
                 f"{stored_level} from system.attributes.level.value, which ARS does not update"
-            draft.warn(f"no class item with levels (system.advancement); level taken as "
+            draft.warn_level(f"no class item with levels (system.advancement); level taken as "
                        f"{taken}")
             return (1 if stored_level is None else stored_level), None, first
         psionicist = _psionicist_class(draft.system, classes)
@@ -976,7 +976,7 @@ class Ars(FoundryAdapter):
         if len(classes) > 1:
             listed = ", ".join(f"{c.name} {c.levels}" for c in classes)
             why = "the psionicist class's" if psionicist is not None else "the highest"
-            draft.warn(f"several classes ({listed}); level {main.levels} taken, "
+            draft.warn_level(f"several classes ({listed}); level {main.levels} taken, "
                        f"{why} ({main.name})")
         # the hit die only where the system rolls it: a class's ranks are not read (nor
         # refused) for a die the combatant has no field for

@@ -583,7 +583,7 @@ class Adnd2eRevised(Roll20Adapter):
         page = char.get(_PAGE)
         shown = page is not None and str(page[0]).strip() == _MONSTER_PAGE
         found = char.get(_HIT_DICE)
-        hit_dice = hit_dice_count(found[0], found[1], draft.warn) if found else None
+        hit_dice = hit_dice_count(found[0], found[1], draft.warn_level) if found else None
         listed = ", ".join(f"{key}={level}" for level, key in levels)
         if hit_dice and (shown or not levels):
             if levels:
@@ -599,7 +599,7 @@ class Adnd2eRevised(Roll20Adapter):
         if not levels:
             where = (f"no Hit Dice ({_HIT_DICE}) on the Monster Sheet" if shown
                      else f"no class level (level-class1..) nor Hit Dice ({_HIT_DICE})")
-            draft.warn(f"{where}; taken as 1")
+            draft.warn_level(f"{where}; taken as 1")
             return 1, shown, None
         if shown:
             # Said, as the page shown is the one hint of a monster the sheet gives.
@@ -623,7 +623,7 @@ class Adnd2eRevised(Roll20Adapter):
                     f"the highest, {level}" + (
                         " (no class is named a psionicist's: Psion...)"
                         if draft.system == "revised-2e" else ""))
-            draft.warn(f"several class levels ({listed}); level taken as {used}")
+            draft.warn_level(f"several class levels ({listed}); level taken as {used}")
         return level, False, key
 
     def _revised(self, char: Character, draft: Draft) -> None:

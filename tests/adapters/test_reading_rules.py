@@ -143,6 +143,47 @@ def test_hit_dice_that_mean_nothing_are_still_refused(text: str, message: str) -
                                                                   message)]
 
 
+def no_level_sheets() -> list[tuple[adapters.Adapter, dict[str, Any], str]]:
+    """The fixtures with no level recorded, each with the warning that says it was taken
+    as 1: Zanna (dnd5e) without her class item, ARS's default character (no class item,
+    the template's ``attributes.level.value`` 1) and the Ilaris export (no class level,
+    no Hit Dice), as the AD&D 2E Revised sheet reads it."""
+    zanna = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    zanna["items"] = [i for i in zanna["items"] if i["type"] != "class"]
+    ars = template_actor("foundry/ars/template.json", "character", "arsChar000000001", "Ars")
+    return [
+        (adapters.get("foundry.dnd5e"), zanna, "no class items; level taken as 1"),
+        (ARS, ars, "no class item with levels (system.advancement); level taken as 1 from "
+                   "system.attributes.level.value, which ARS does not update"),
+        (SHEET, load("roll20/vttes-export-ilaris-empty.json"),
+         "no class level (level-class1..) nor Hit Dice (hitdice); taken as 1"),
+    ]
+
+
+def test_a_level_taken_as_1_is_said_only_where_it_counts_and_not_over_the_store() -> None:
+    """docs/ADAPTERS.md "Defaults, with a warning each": a level taken as 1 is said in
+    revised-2e (``level``) and power-pool (``hit_dice``), but not in combat-strength,
+    which has neither, and not when the psionic state store sets the field (the level
+    used is then the store's, not 1)."""
+    for adapter, data, warning in no_level_sheets():
+        for system, field in (("revised-2e", "level"), ("power-pool", "hit_dice")):
+            got = adapter.import_(data, system)
+            assert (got.combatant[field], warning in got.warnings) == (1, True), adapter.id
+        assert warning not in adapter.import_(data, "combat-strength").warnings, adapter.id
+    for adapter, data, warning in no_level_sheets():
+        if "flags" in data:
+            data["flags"]["mindscape"] = {"revised-2e": {"level": 5},
+                                          "power-pool": {"hit_dice": 5}}
+        else:
+            data["character"]["attribs"] += [
+                {"name": "psi_level", "current": 5, "max": ""},
+                {"name": "psi_pool", "current": "", "max": 5}]
+        for system, field in (("revised-2e", "level"), ("power-pool", "hit_dice")):
+            got = adapter.import_(data, system)
+            assert got.combatant[field] == 5, adapter.id
+            assert warning not in got.warnings, (adapter.id, system)
+
+
 # -- 7. monster Intelligence as words --------------------------------------------------------
 def ars_npc_int(text: Any) -> dict[str, Any]:
     """An ARS NPC whose stat block line ``system.intelligence`` (the creature template's

@@ -494,6 +494,25 @@ async def test_dice_roll(rpc: Rpc) -> None:
     assert len({tuple(r["value"] for r in o["rolls"]) for o in [result, *others]}) > 1
 
 
+async def test_dice_roll_penetrates_as_2d6p_says(rpc: Rpc) -> None:
+    """API.md dice.roll: `2d6p` (penetrating) and "a penetrating die's follow-up dice
+    come right after the die they follow" (6, 6, 1 is 6 + 5 + 0): the daemon's answer
+    lists each follow-up after a 6, names that die in `follows`, and counts it one less."""
+    for seed in range(200):
+        result = await rpc.ok("dice.roll", {"expr": "2d6p", "seed": seed})
+        rolls = result["rolls"]
+        if len(rolls) > 2:
+            break
+    else:
+        pytest.fail("no seed below 200 made a 6 in 2d6p")
+    assert sum(r["follows"] is None for r in rolls) == 2
+    for index, roll in enumerate(rolls):
+        if roll["follows"] is not None:
+            assert roll["follows"] == index - 1 and rolls[index - 1]["value"] == 6
+    assert result["total"] == sum(r["value"] - (r["follows"] is not None) for r in rolls)
+    assert result["capped"] is False
+
+
 async def test_dice_roll_limit_is_32602_naming_the_limit(rpc: Rpc) -> None:
     """API.md "Limits": at most 100 dice in one expression ... −32602 naming the limit."""
     error = await rpc.error("dice.roll", {"expr": "101d6"})

@@ -471,3 +471,99 @@ def test_every_mindscape_command_line_in_the_docs_is_one_the_cli_takes() -> None
     # the reader finds what the docs write (the guard against it finding nothing)
     assert {("serve", "--allow-origin"), ("token", "--rotate"), ("call", "--url"),
             ("COMMAND", "--help")} <= seen
+
+
+# -- combatant fields ------------------------------------------------------------------
+COMBATANTS = (ROOT / "docs" / "COMBATANTS.md").read_text(encoding="utf-8")
+
+
+def _field_rows(text: str) -> dict[str, list[str]]:
+    """The rows of a docs/COMBATANTS.md field table by field name: a row naming several
+    fields (`` `psp`, `psp_max` ``) stands for each."""
+    rows = {}
+    for cells in _table(text, next(line for line in text.splitlines()
+                                   if line.startswith("| field |"))):
+        for name in re.findall(r"`(\w+)`", cells[0]):
+            rows[name] = cells
+    return rows
+
+
+def _combatant_tables() -> dict[str, dict[str, list[str]]]:
+    """Each system's field table in docs/COMBATANTS.md, with the fields every combatant
+    has (the table above the systems' sections) added to each."""
+    common, *sections = re.split(r"\n## ", COMBATANTS)
+    shared = _field_rows(common)
+    tables = {}
+    for section in sections:
+        heading = re.match(r"`([a-z0-9-]+)`", section)
+        assert heading is not None, f"a COMBATANTS.md section names no system: {section[:40]!r}"
+        tables[heading.group(1)] = {**shared, **_field_rows(section)}
+    return tables
+
+
+def _span(text: str) -> list[int]:
+    """The bounds of the one range ``text`` writes (``1–25``, ``−10..10``)."""
+    found = _one(r"(−?\d+)(?:–|\.\.)(−?\d+)", text)
+    return [int(bound.replace("−", "-")) for bound in found.groups()]
+
+
+def _bounds(schema: dict[str, Any]) -> list[int]:
+    return [schema["minimum"], schema["maximum"]]
+
+
+#: Figures and choices docs/COMBATANTS.md writes in a field's row: (system, field, the
+#: cell (1 type, 2 default or meaning), how it is read, what the system's combatant
+#: schema says (its ``properties``)). The cell holds the figure once: a second range in
+#: the same cell fails here.
+FIELD_FIGURES: list[tuple[str, str, int, Any, Any]] = [
+    ("revised-2e", "id", 1, _span, lambda p: [p["id"]["minLength"], p["id"]["maxLength"]]),
+    ("revised-2e", "int", 1, _span, lambda p: _bounds(p["int"])),
+    ("revised-2e", "wis", 1, _span, lambda p: _bounds(p["wis"])),
+    ("revised-2e", "con", 1, _span, lambda p: _bounds(p["con"])),
+    ("revised-2e", "mac", 1, _span, lambda p: _bounds(p["mac"])),
+    ("revised-2e", "save_paralyzation", 1, _span,
+     lambda p: _bounds(p["save_paralyzation"])),
+    ("revised-2e", "condition_rounds", 2, _span,
+     lambda p: _bounds(p["condition_rounds"]["additionalProperties"])),
+    ("revised-2e", "quick_mac", 1, _span,
+     lambda p: _bounds(p["quick_mac"]["properties"]["intelligence"])),
+    ("revised-2e", "lost_powers", 2, _span,
+     lambda p: _bounds(p["lost_powers"]["items"]["properties"]["hours"])),
+    ("revised-2e", "kind", 1, lambda cell: re.findall(r"`([a-z-]+)`", cell),
+     lambda p: p["kind"]["enum"]),
+    ("revised-2e", "class_group", 1, lambda cell: re.findall(r"`([a-z-]+)`", cell),
+     lambda p: p["class_group"]["enum"]),
+    ("power-pool", "die", 1, lambda cell: [int(n) for n in cell.split(" / ")],
+     lambda p: p["die"]["enum"]),
+    ("power-pool", "conditions", 2, lambda cell: re.findall(r"`([a-z-]+)`", cell),
+     lambda p: p["conditions"]["items"]["enum"]),
+    ("power-pool", "condition_rounds", 2, _span,
+     lambda p: _bounds(p["condition_rounds"]["additionalProperties"])),
+    ("power-pool", "blank_mind_save", 1, _span, lambda p: _bounds(p["blank_mind_save"])),
+]
+
+
+async def test_combatants_md_names_every_field_of_each_systems_combatant(rpc: Rpc) -> None:
+    """docs/COMBATANTS.md has a section for each built-in system, whose table (with the
+    fields every combatant has) names exactly the members of that system's combatant
+    schema, as ``systems.describe`` serves it."""
+    tables = _combatant_tables()
+    assert set(tables) == {"revised-2e", "combat-strength", "power-pool"}
+    for system, rows in tables.items():
+        described = await rpc.ok("systems.describe", {"system": system})
+        assert set(rows) == set(described["combatant_schema"]["properties"]), system
+
+
+async def test_combatants_md_figures_and_choices_are_the_schemas(rpc: Rpc) -> None:
+    """The ranges and choices docs/COMBATANTS.md writes (``int`` 1–25, ``die`` 4 / 6 /
+    ... / 20, power-pool's conditions, ...) are those of the combatant schemas, and
+    ``blank_mind_save``'s default is H-PP-BLANK-SAVE's."""
+    tables = _combatant_tables()
+    for system, field, cell, read, schema in FIELD_FIGURES:
+        described = await rpc.ok("systems.describe", {"system": system})
+        properties = described["combatant_schema"]["properties"]
+        assert read(tables[system][field][cell]) == schema(properties), (system, field)
+    power_pool = await rpc.ok("systems.describe", {"system": "power-pool"})
+    [rule] = [r for r in power_pool["house_rules"] if r["id"] == "H-PP-BLANK-SAVE"]
+    said = _one(r"H-PP-BLANK-SAVE\), default (\d+)", tables["power-pool"]["blank_mind_save"][2])
+    assert int(said.group(1)) == rule["default"]

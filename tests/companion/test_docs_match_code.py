@@ -15,6 +15,7 @@ import asyncio
 import importlib.metadata
 import json
 import re
+import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,11 +23,21 @@ from typing import Any
 
 import aiohttp
 
-from companion import cli, ws
-from companion.errors import MAX_LISTED_PROBLEMS, MESSAGES
+from companion import cli, hub, logs, status, ws
+from companion.errors import (
+    MAX_LISTED_PROBLEMS,
+    MAX_PLUGIN_ERROR_DATA,
+    MAX_PLUGIN_ERROR_MESSAGE,
+    MESSAGES,
+)
+from companion.methods.encounter import ADAPTER_REF_ENCOUNTERS, PENDING_MEMO_ENCOUNTERS
 from companion.openrpc import PLUGIN_ERROR_MESSAGE
+from companion.plugins import MAX_SYSTEM_ID
+from companion.registry import METHOD_NAME
 from companion.rpc import PLUGIN_METHOD_TIMEOUT
-from companion.settings import Limits
+from companion.settings import DEFAULT_HOST, DEFAULT_ORIGINS, DEFAULT_PORT, Limits
+from companion.store import PARSE_SLICE
+from companion.tokens import MAX_TOKEN_FILE, TOKEN_BYTES
 from engine.dice import MAX_SUPPLIED_DICE
 from engine.schemacheck import MAX_ERRORS
 
@@ -567,3 +578,87 @@ async def test_combatants_md_figures_and_choices_are_the_schemas(rpc: Rpc) -> No
     [rule] = [r for r in power_pool["house_rules"] if r["id"] == "H-PP-BLANK-SAVE"]
     said = _one(r"H-PP-BLANK-SAVE\), default (\d+)", tables["power-pool"]["blank_mind_save"][2])
     assert int(said.group(1)) == rule["default"]
+
+
+# -- figures of PLUGINS.md, SECURITY.md and RELIABILITY.md -----------------------------
+def _doc(name: str) -> str:
+    """``docs/NAME``'s prose, its lines joined."""
+    return _prose((ROOT / "docs" / name).read_text(encoding="utf-8"))
+
+
+async def test_plugins_md_names_the_core_namespaces(rpc: Rpc) -> None:
+    """docs/PLUGINS.md "Load order and clashes": the namespaces a plugin's method may not
+    use are those of the daemon's own methods (``rpc`` included), as ``rpc.discover``
+    names them."""
+    methods, plugins = await _discover(rpc)
+    core = {name.split(".", 1)[0] for name in methods if name not in plugins}
+    listed = _one(r"one of its methods is in a core namespace: ([^;]*);", _doc("PLUGINS.md"))
+    assert set(re.findall(r"`([a-z]+)`", listed.group(1))) == core
+
+
+def test_plugins_and_security_md_state_the_bounds_a_plugin_is_held_to() -> None:
+    """The bounds docs/PLUGINS.md (and SECURITY.md, threat 5) give a plugin: a system id
+    of at most 100 characters, a method name's two parts, and a ``MethodError`` of a
+    code that is none of the daemon's own, a message of 1 to 500 characters and data
+    of at most 4096 bytes; and the problems a -32602 lists."""
+    plugins, security = _doc("PLUGINS.md"), _doc("SECURITY.md")
+    for phrase in (r"a system id that is not kebab-case of at most (\d+) characters",
+                   r"joined by `-`, at most (\d+) characters; any other is skipped"):
+        assert int(_one(phrase, plugins).group(1)) == MAX_SYSTEM_ID
+    assert int(_one(r"a system id must be kebab-case of at most (\d+) characters",
+                    security).group(1)) == MAX_SYSTEM_ID
+    namespace = _one(r"a lower-case namespace \(`([^`]+)`\), a dot, and a verb that starts "
+                     r"with a lower-case letter \(`([^`]+)`\)", plugins)
+    assert rf"{namespace.group(1)}\.{namespace.group(2)}" == METHOD_NAME.pattern
+    own = _one(r"nor one of the daemon's own \(([\d, ]+)\)", plugins).group(1)
+    assert [int(code) for code in own.split(", ")] == sorted(
+        code for code in MESSAGES if code > 0)
+    assert int(_one(r"its message is a string of 1 to (\d+) characters", plugins)
+               .group(1)) == MAX_PLUGIN_ERROR_MESSAGE
+    assert int(_one(r"a JSON object of at most (\d+) bytes as JSON", plugins)
+               .group(1)) == MAX_PLUGIN_ERROR_DATA
+    assert int(_one(r"a JSON object of at most (\d+) KiB as data", security)
+               .group(1)) * 1024 == MAX_PLUGIN_ERROR_DATA
+    listed = re.findall(r"\(at most (\d+) listed", plugins)
+    assert listed and {int(figure) for figure in listed} == {MAX_LISTED_PROBLEMS}
+
+
+def test_security_md_states_the_daemons_defaults_and_bounds() -> None:
+    """docs/SECURITY.md's figures: the origins allowed by default, the address, the
+    token's size and the bytes read of its file, the length at which log lines redact
+    a run of the token's alphabet, what the status page and the hub keep of what a
+    client sent, and the time a socket gets to take its close."""
+    security = _doc("SECURITY.md")
+    defaults = _one(r"\(([^()]*) by default, more with `--allow-origin`\)", security)
+    assert tuple(re.findall(r"`([^`]+)`", defaults.group(1))) == DEFAULT_ORIGINS
+    assert _one(r"answers JSON-RPC on `([\d.]+:\d+)`", security).group(1) \
+        == f"{DEFAULT_HOST}:{DEFAULT_PORT}"
+    assert int(_one(r"The token\*\* is (\d+) random bytes", security).group(1)) \
+        == TOKEN_BYTES
+    assert int(_one(r"at most (\d+) KiB of it is read", security).group(1)) * 1024 \
+        == MAX_TOKEN_FILE
+    length = len(secrets.token_urlsafe(TOKEN_BYTES))
+    assert int(_one(r"one line of at least (\d+) letters", security).group(1)) == length
+    assert int(_one(r"at least a token's length \((\d+)\)", security).group(1)) == length
+    assert logs.redact("a" * length) == "[redacted]"
+    assert logs.redact("a" * (length - 1)) == "a" * (length - 1)
+    assert int(_one(r"is cut to (\d+) characters; the hub keeps", security).group(1)) \
+        == status.SHOWN
+    assert int(_one(r"the hub keeps at most (\d+) characters of each", security)
+               .group(1)) == logs.MAX_KEPT
+    assert float(_one(r"take its close within (\d+) s \(`hub.close_socket`\)", security)
+                 .group(1)) == hub.CLOSE_TIMEOUT
+
+
+def test_reliability_md_states_what_the_daemon_keeps_and_reads_at_a_time() -> None:
+    """docs/RELIABILITY.md (and SECURITY.md): the sheets of the 16 encounters used last
+    are kept for write-backs, the pending choices of the 16 read last, and the log is
+    parsed with a turn for other clients after every 64 KiB."""
+    reliability, security = _doc("RELIABILITY.md"), _doc("SECURITY.md")
+    for text in (reliability, security):
+        assert int(_one(r"(\d+) encounters used last \(`ADAPTER_REF_ENCOUNTERS`", text)
+                   .group(1)) == ADAPTER_REF_ENCOUNTERS
+        assert int(_one(r"after every (\d+) KiB of JSON", text).group(1)) * 1024 \
+            == PARSE_SLICE
+    assert int(_one(r"remembered for the (\d+) encounters read last", reliability)
+               .group(1)) == PENDING_MEMO_ENCOUNTERS

@@ -662,3 +662,18 @@ def test_reliability_md_states_what_the_daemon_keeps_and_reads_at_a_time() -> No
             == PARSE_SLICE
     assert int(_one(r"remembered for the (\d+) encounters read last", reliability)
                .group(1)) == PENDING_MEMO_ENCOUNTERS
+
+
+def test_readme_gives_serves_defaults() -> None:
+    """README.md "Using the daemon" writes ``serve``'s defaults in its synopsis
+    (``[--host 127.0.0.1] [--port 39393]``), as does the set-up line ("listens on
+    127.0.0.1:39393"): they are the parser's."""
+    readme = _prose((ROOT / "README.md").read_text(encoding="utf-8"))
+    _, commands = cli._parsers()
+    defaults = {action.option_strings[0]: action.default
+                for action in commands["serve"]._actions if action.option_strings}
+    synopsis = _one(r"`mindscape serve \[--host ([\d.]+)\] \[--port (\d+)\]", readme)
+    assert [synopsis.group(1), int(synopsis.group(2))] == [defaults["--host"],
+                                                           defaults["--port"]]
+    assert _one(r"listens on ([\d.]+:\d+)\)", readme).group(1) \
+        == f"{defaults['--host']}:{defaults['--port']}"

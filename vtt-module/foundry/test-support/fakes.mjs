@@ -380,8 +380,13 @@ const SHARING = new WeakMap();
  * gave `set`), only when the value changed; here before `set` returns, on every client.
  */
 export class FakeSettings {
-  constructor(shared) {
-    this.registered = new Map(); this.menus = new Map(); this.values = new Map(); this.shared = shared;
+  /**
+   * @param {Map} shared  the world settings this client shares with the others
+   * @param {{user?:{isGM:boolean, name?:string}}} [options]  `user`: the client's user; a
+   *   world setting it may not modify is refused (`set`)
+   */
+  constructor(shared, { user = null } = {}) {
+    this.registered = new Map(); this.menus = new Map(); this.values = new Map(); this.shared = shared; this.user = user;
     if (shared) {
       if (!SHARING.has(shared)) SHARING.set(shared, new Set());
       SHARING.get(shared).add(this);
@@ -403,10 +408,19 @@ export class FakeSettings {
     const store = spec.scope === "world" ? this.shared : this.values;
     return store.has(id) ? structuredClone(store.get(id)) : structuredClone(spec.default);
   }
+  /**
+   * A world setting is a Setting document: only a user with SETTINGS_MODIFY may create or
+   * update it (BaseSetting's create/update permission; by default the assistant GM and
+   * the GM roles), so a player's client is refused before anything changes, as Foundry's
+   * `Document#update` refuses a user who may not modify the document.
+   */
   async set(ns, key, value, options = {}) {
     const id = `${ns}.${key}`;
     const spec = this.registered.get(id);
     const world = spec?.scope === "world";
+    if (world && this.user && !this.user.isGM) {
+      throw new Error(`User ${this.user.name ?? this.user.id} lacks permission to update Setting [${id}]`);
+    }
     const store = world ? this.shared : this.values;
     const changed = JSON.stringify(store.get(id)) !== JSON.stringify(value);
     store.set(id, structuredClone(value));
@@ -579,7 +593,7 @@ export function makeClient({ server, world, users, user, generation = 12, worldS
     user: clientUsers.get(user.id),
     users: clientUsers,
     i18n: makeI18n(),
-    settings: new FakeSettings(worldSettings),
+    settings: new FakeSettings(worldSettings, { user }),
     socket: {
       on: (channel, fn) => { if (!listeners.has(channel)) listeners.set(channel, []); listeners.get(channel).push(fn); },
       emit: (channel, message) => server.emit(user.id, channel, message),

@@ -450,3 +450,29 @@ test("a house rule typed as a number and left blank or typed as none is saved as
   assert.deepEqual(["on", undefined, ""].map((raw) => houseRuleValue({ default: false }, raw)), [true, false, false]);
   assert.deepEqual(["all-dice", ""].map((raw) => houseRuleValue({ default: "one-die" }, raw)), ["all-dice", ""]);
 });
+
+test("the fake settings (test-support) refuse a player's client a world setting as Foundry does (SETTINGS_MODIFY), and leave its client settings to it", async () => {
+  const world = new FakeWorld();
+  const server = new FakeServer();
+  const shared = new Map();
+  const gm = new FakeUser({ id: "gm0000", name: "GM", isGM: true });
+  const player = new FakeUser({ id: "pl0001", name: "Player" });
+  const users = makeUsers([gm, player]);
+  const heard = [];
+  const clients = [gm, player].map((user) => {
+    const c = makeClient({ server, world, users, user, worldSettings: shared });
+    registerSettings(c.game, null, { encounter: (value) => heard.push([user.id, value]) });
+    return c;
+  });
+  const [gmClient, playerClient] = clients;
+  await gmClient.game.settings.set("mindscape", "encounter", { id: "enc1" });
+  assert.deepEqual(heard, [["gm0000", { id: "enc1" }], ["pl0001", { id: "enc1" }]]);
+  heard.length = 0;
+  await assert.rejects(playerClient.game.settings.set("mindscape", "encounter", { id: "enc2" }), /lacks permission to update Setting \[mindscape\.encounter\]/);
+  assert.deepEqual(playerClient.game.settings.get("mindscape", "encounter"), { id: "enc1" });
+  assert.deepEqual(gmClient.game.settings.get("mindscape", "encounter"), { id: "enc1" });
+  assert.deepEqual(heard, []);
+  await playerClient.game.settings.set("mindscape", "physicalDice", true);
+  assert.equal(playerClient.game.settings.get("mindscape", "physicalDice"), true);
+  assert.equal(gmClient.game.settings.get("mindscape", "physicalDice"), false);
+});

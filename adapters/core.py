@@ -485,12 +485,14 @@ def roll_dice(text: str) -> list[tuple[int, int]] | None:
 
 
 def hit_dice_count(value: Any, path: str, warn: Callable[[str], None] | None = None,
-                   ) -> int | None:
+                   warn_die: Callable[[str], None] | None = None) -> int | None:
     """The number of Hit Dice in a formula such as ``18d10 + 36``, ``4+1`` or ``3``.
 
     Less than one die (``1/2``, ``½``, ``0.5``) counts as 1; marks after the count
     (``11+``, ``11+3``, ``3*``) are ignored. A roll formula (``(18d10) + 36``,
-    ``2d8 + 1d6``) counts every die it rolls. Each assumption goes to ``warn``."""
+    ``2d8 + 1d6``) counts every die it rolls. Each assumption goes to ``warn``; the one
+    about a formula of several die sizes, which also names the die taken (``hit_die``),
+    goes to ``warn_die`` too, where the caller reads the die from the same text."""
     note = warn if warn is not None else (lambda _text: None)
     if isinstance(value, int | float) and not isinstance(value, bool):
         if isinstance(value, float) and 0 < value < 1:
@@ -502,8 +504,11 @@ def hit_dice_count(value: Any, path: str, warn: Callable[[str], None] | None = N
     if dice is not None:
         count = sum(n for n, _ in dice)
         if len({sides for _, sides in dice}) > 1:
-            note(f"Hit Dice {json_text(text.strip(), 40)} roll dice of several sizes; "
-                 f"counted as {count}, of d{_main_die(dice)}")
+            sizes = (f"Hit Dice {json_text(text.strip(), 40)} roll dice of several sizes; "
+                     f"counted as {count}, of d{_main_die(dice)}")
+            note(sizes)
+            if warn_die is not None:
+                warn_die(sizes)
         return count
     found = _hit_dice_text(value, path)
     if found is None:
@@ -732,6 +737,10 @@ class Draft:
         are, when the psionic state store sets that field."""
         for name in ("level", "hit_dice"):
             self.warn_for(name, text)
+
+    def warn_die(self, text: str) -> None:
+        """Record an assumption about how the sheet gives the hit die (``warn_for``)."""
+        self.warn_for("die", text)
 
     def refuse_for(self, name: str, error: InvalidInput) -> None:
         """Record that the sheet's data for field ``name`` cannot be read (``error``, at

@@ -584,7 +584,7 @@ class Dnd5e(FoundryAdapter):
             unread = f"hit-point formula {json_text(formula, 40)} rolls no die"
         else:
             try:
-                count = hit_dice_count(formula, path, draft.warn_level)
+                count = hit_dice_count(formula, path, draft.warn_level, draft.warn_die)
             except InvalidInput:
                 if not isinstance(formula, str):
                     raise
@@ -744,7 +744,7 @@ class Ose(FoundryAdapter):
         hd, hd_path = dig(system_data, "hp.hd", base)
         die = _hit_die_or_refused(draft, hd, hd_path)
         if npc:
-            level = hit_dice_count(hd, hd_path, draft.warn_level)
+            level = hit_dice_count(hd, hd_path, draft.warn_level, draft.warn_die)
             if level is None:
                 level = 1
                 draft.warn_level("no Hit Dice (hp.hd); taken as 1")
@@ -901,7 +901,7 @@ class Ars(FoundryAdapter):
         group_from: str | None = None  # the class name a character's class group is of
         if npc:
             hd, hd_path = dig(system_data, "hitdice", base)
-            level = hit_dice_count(hd, hd_path, draft.warn_level)
+            level = hit_dice_count(hd, hd_path, draft.warn_level, draft.warn_die)
             die = _hit_die_or_refused(draft, hd, hd_path)
             if level is None:
                 level = 1

@@ -65,7 +65,9 @@ class Source:
         if self.parse == "intelligence" and isinstance(value, str):
             return intelligence_score(draft, value, path, self.path)
         if self.parse == "dice-count":
-            value = hit_dice_count(value, path, draft.warn)
+            # said of the field read, and withdrawn when the state store sets it, as the
+            # other adapters' Hit Dice warnings are (``Draft.warn_level``)
+            value = hit_dice_count(value, path, lambda text: draft.warn_for(name, text))
         elif self.parse == "hit-die":
             value = self._die(name, value, path, draft)
             if value is None:

@@ -184,6 +184,40 @@ def test_a_level_taken_as_1_is_said_only_where_it_counts_and_not_over_the_store(
             assert warning not in got.warnings, (adapter.id, system)
 
 
+def test_a_formula_of_several_sizes_is_still_said_while_its_die_is_the_one_used() -> None:
+    """docs/ADAPTERS.md: the warning that a formula rolls several die sizes names both
+    the Hit Dice counted and the die taken; a store that sets only the Hit Dice leaves
+    the die read from the formula, and the warning that explains it stays. It goes
+    only when the store sets both (or, in revised-2e, the level)."""
+    warning = 'Hit Dice "1d6 + 2d8" roll dice of several sizes; counted as 3, of d8'
+    stores: list[tuple[str, dict[str, Any], bool]] = [
+        ("power-pool", {"hit_dice": 5}, True),
+        ("power-pool", {"die": 6}, True),
+        ("power-pool", {"hit_dice": 5, "die": 6}, False),
+        ("revised-2e", {"level": 5}, False),
+    ]
+    for system, store, said in stores:
+        actor = ose_monster("1d6 + 2d8")
+        actor["flags"] = {"mindscape": {system: store}}
+        got = OSE.import_(actor, system)
+        assert (warning in got.warnings) == said, (system, store)
+    assert warning not in OSE.import_(ose_monster("1d6 + 2d8"), "combat-strength").warnings
+
+
+def test_a_mapped_dice_count_warning_is_withdrawn_when_the_store_sets_the_field() -> None:
+    """docs/ADAPTERS.md: a Hit Dice warning is not given when the psionic state store
+    sets the field, in a mapping's `parse: "dice-count"` as in the other adapters."""
+    mapping = {"version": 1, "fields": {"hit_dice": {"path": "system.hd",
+                                                     "parse": "dice-count"}}}
+    warning = 'Hit Dice "4+1" read as 4; ignored +1 (hit points)'
+    data = generic_actor(mapping, hd="4+1")
+    assert warning in FOUNDRY_GENERIC.import_(data, "power-pool").warnings
+    data["actor"]["flags"] = {"mindscape": {"power-pool": {"hit_dice": 6}}}
+    got = FOUNDRY_GENERIC.import_(data, "power-pool")
+    assert got.combatant["hit_dice"] == 6
+    assert warning not in got.warnings
+
+
 # -- 7. monster Intelligence as words --------------------------------------------------------
 def ars_npc_int(text: Any) -> dict[str, Any]:
     """An ARS NPC whose stat block line ``system.intelligence`` (the creature template's

@@ -667,8 +667,10 @@ class Dnd5e(FoundryAdapter):
             main = psionicist
             if len(classes) > 1:
                 listed = ", ".join(f"{c.name} {c.levels}" for c in classes)
+                # the class group is that class's too (below)
                 draft.warn_level(f"several classes ({listed}); level {main.levels} taken, the "
-                           f"psionicist class's ({main.name}), not the character's {level}")
+                                 f"psionicist class's ({main.name}), not the character's "
+                                 f"{level}", "class_group")
                 # Read at a class's own level, not dnd5e's sum of them, the character
                 # saves with the best of its classes, each at its own level (2e).
                 draft.classes = tuple((c.name, c.levels) for c in classes if c.levels)
@@ -965,7 +967,7 @@ class Ars(FoundryAdapter):
             taken = "1" if stored_level is None else \
                 f"{stored_level} from system.attributes.level.value, which ARS does not update"
             draft.warn_level(f"no class item with levels (system.advancement); level taken as "
-                       f"{taken}")
+                             f"{taken}")
             return (1 if stored_level is None else stored_level), None, first
         psionicist = _psionicist_class(draft.system, classes)
         main = psionicist if psionicist is not None else \
@@ -976,8 +978,9 @@ class Ars(FoundryAdapter):
         if len(classes) > 1:
             listed = ", ".join(f"{c.name} {c.levels}" for c in classes)
             why = "the psionicist class's" if psionicist is not None else "the highest"
+            # the class group is that class's too (``sheet``)
             draft.warn_level(f"several classes ({listed}); level {main.levels} taken, "
-                       f"{why} ({main.name})")
+                             f"{why} ({main.name})", "class_group")
         # the hit die only where the system rolls it: a class's ranks are not read (nor
         # refused) for a die the combatant has no field for
         die = self._pool_die(draft, classes) if "die" in FIELDS[draft.system] else None

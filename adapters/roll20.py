@@ -623,7 +623,9 @@ class Adnd2eRevised(Roll20Adapter):
                     f"the highest, {level}" + (
                         " (no class is named a psionicist's: Psion...)"
                         if draft.system == "revised-2e" else ""))
-            draft.warn_level(f"several class levels ({listed}); level taken as {used}")
+            # the class group is that class's too (``sheet``)
+            draft.warn_level(f"several class levels ({listed}); level taken as {used}",
+                             "class_group")
         return level, False, key
 
     def _revised(self, char: Character, draft: Draft) -> None:

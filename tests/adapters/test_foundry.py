@@ -858,6 +858,20 @@ def test_an_ars_character_with_several_classes_takes_the_highest_level_with_a_wa
     assert ARS.import_(actor, "power-pool").combatant["die"] == 10
 
 
+def test_the_class_taken_of_several_is_still_said_while_it_gives_the_class_group() -> None:
+    """docs/ADAPTERS.md: the warning naming the class whose level is taken also names
+    the class the revised-2e class group comes from: a store setting only the level
+    leaves that group, and the warning; it goes when the store sets both."""
+    warning = "several classes (Thief 4, Fighter 6); level 6 taken, the highest (Fighter)"
+    for store, said in (({"level": 5}, True), ({"level": 5, "class_group": "rogue"}, False)):
+        actor = ars_character(ars_class("Thief", 4, THIEF_HD),
+                              ars_class("Fighter", 6, FIGHTER_HD))
+        actor["flags"] = {"mindscape": {"revised-2e": store}}
+        got = ARS.import_(actor, "revised-2e")
+        assert got.combatant["level"] == 5
+        assert (warning in got.warnings) == said, store
+
+
 def test_a_multi_class_ars_psionicist_is_read_at_its_psionicist_level() -> None:
     """revised-2e counts PSPs, MTHAC0 and the modes known by the psionicist's level
     (RULES.md §1.1: psionicist MTHAC0 21 − level): a Fighter 6 / Psionicist 4 is read at

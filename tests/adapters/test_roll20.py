@@ -774,6 +774,25 @@ def test_the_class_beside_the_level_taken_gives_the_class_group() -> None:
     assert SHEET.import_(data, "revised-2e").combatant["class_group"] == "wizard"
 
 
+def test_the_class_level_taken_of_several_is_still_said_while_it_gives_the_class_group(
+        ) -> None:
+    """docs/ADAPTERS.md: the warning naming the class level taken also names the class
+    the revised-2e class group comes from: a store setting only the level (psi_level)
+    leaves that group, and the warning; it goes when psi_class_group is set too."""
+    warning = ("several class levels (level-class1=4, level-class2=6); level taken as the "
+               "highest, 6 (no class is named a psionicist's: Psion...)")
+    data = ulcen()
+    data["attribs"] += [{"name": "class1", "current": "Fighter", "max": ""},
+                        {"name": "class2", "current": "Thief", "max": ""},
+                        {"name": "psi_level", "current": "5", "max": ""}]
+    attr(data, "level-class2")["current"] = "6"
+    got = SHEET.import_(data, "revised-2e")
+    assert (got.combatant["level"], got.combatant["class_group"]) == (5, "rogue")
+    assert warning in got.warnings
+    data["attribs"].append({"name": "psi_class_group", "current": "rogue", "max": ""})
+    assert warning not in SHEET.import_(data, "revised-2e").warnings
+
+
 @pytest.mark.parametrize("named", ["Psionicist", "Psion", "psionicist (Dark Sun)"])
 def test_a_multi_class_psionicist_fights_at_its_psionicist_level(named: str) -> None:
     """The sheet's MThAC0 help: "Be sure to insert your relevant class level" (21 -

@@ -382,11 +382,12 @@ const SHARING = new WeakMap();
 export class FakeSettings {
   /**
    * @param {Map} shared  the world settings this client shares with the others
-   * @param {{user?:{isGM:boolean, name?:string}}} [options]  `user`: the client's user; a
-   *   world setting it may not modify is refused (`set`)
+   * @param {{user?:{isGM:boolean, name?:string}, notifyError?:(message:string)=>void}} [options]
+   *   `user`: the client's user; a world setting it may not modify is refused (`set`),
+   *   shown with `notifyError` (the client's `ui.notifications.error`)
    */
-  constructor(shared, { user = null } = {}) {
-    this.registered = new Map(); this.menus = new Map(); this.values = new Map(); this.shared = shared; this.user = user;
+  constructor(shared, { user = null, notifyError = null } = {}) {
+    this.registered = new Map(); this.menus = new Map(); this.values = new Map(); this.shared = shared; this.user = user; this.notifyError = notifyError;
     if (shared) {
       if (!SHARING.has(shared)) SHARING.set(shared, new Set());
       SHARING.get(shared).add(this);
@@ -412,14 +413,19 @@ export class FakeSettings {
    * A world setting is a Setting document: only a user with SETTINGS_MODIFY may create or
    * update it (BaseSetting's create/update permission; by default the assistant GM and
    * the GM roles), so a player's client is refused before anything changes, as Foundry's
-   * `Document#update` refuses a user who may not modify the document.
+   * `Document#update` refuses a user who may not modify the document. The refusal comes
+   * back as the server's error: Foundry's `SocketInterface` shows it
+   * (`ui.notifications.error`) and then rejects the promise, so a caller's `catch` cannot
+   * keep the player from seeing it. (A player given SETTINGS_MODIFY is not modelled.)
    */
   async set(ns, key, value, options = {}) {
     const id = `${ns}.${key}`;
     const spec = this.registered.get(id);
     const world = spec?.scope === "world";
     if (world && this.user && !this.user.isGM) {
-      throw new Error(`User ${this.user.name ?? this.user.id} lacks permission to update Setting [${id}]`);
+      const message = `User ${this.user.name ?? this.user.id} lacks permission to update Setting [${id}]`;
+      this.notifyError?.(message);
+      throw new Error(message);
     }
     const store = world ? this.shared : this.values;
     const changed = JSON.stringify(store.get(id)) !== JSON.stringify(value);
@@ -593,7 +599,7 @@ export function makeClient({ server, world, users, user, generation = 12, worldS
     user: clientUsers.get(user.id),
     users: clientUsers,
     i18n: makeI18n(),
-    settings: new FakeSettings(worldSettings, { user }),
+    settings: new FakeSettings(worldSettings, { user, notifyError: (m) => client.ui.notifications.error(m) }),
     socket: {
       on: (channel, fn) => { if (!listeners.has(channel)) listeners.set(channel, []); listeners.get(channel).push(fn); },
       emit: (channel, message) => server.emit(user.id, channel, message),

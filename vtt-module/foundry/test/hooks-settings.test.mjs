@@ -451,7 +451,7 @@ test("a house rule typed as a number and left blank or typed as none is saved as
   assert.deepEqual(["all-dice", ""].map((raw) => houseRuleValue({ default: "one-die" }, raw)), ["all-dice", ""]);
 });
 
-test("the fake settings (test-support) refuse a player's client a world setting as Foundry does (SETTINGS_MODIFY), and leave its client settings to it", async () => {
+test("the fake settings (test-support) refuse a player's client a world setting as Foundry does (SETTINGS_MODIFY: the server's error shown, then the promise rejected), and leave its client settings to it", async () => {
   const world = new FakeWorld();
   const server = new FakeServer();
   const shared = new Map();
@@ -472,6 +472,7 @@ test("the fake settings (test-support) refuse a player's client a world setting 
   assert.deepEqual(playerClient.game.settings.get("mindscape", "encounter"), { id: "enc1" });
   assert.deepEqual(gmClient.game.settings.get("mindscape", "encounter"), { id: "enc1" });
   assert.deepEqual(heard, []);
+  assert.deepEqual([playerClient.notes.error, gmClient.notes.error], [["User Player lacks permission to update Setting [mindscape.encounter]"], []]);
   await playerClient.game.settings.set("mindscape", "physicalDice", true);
   assert.equal(playerClient.game.settings.get("mindscape", "physicalDice"), true);
   assert.equal(gmClient.game.settings.get("mindscape", "physicalDice"), false);

@@ -5884,6 +5884,10 @@ var Mindscape = Mindscape || (() => {
     MAPPING_FIELDS: MAPPING_FIELDS.slice(),
     MAPPING_PATH,
     MAPPING_PATH_LENGTH,
+    // How each command takes its options (ONE, MANY, FLAG), for the test that holds
+    // docs/ROLL20.md to them.
+    COMMAND_OPTIONS: JSON.parse(JSON.stringify(COMMAND_OPTIONS)),
+    ENCOUNTER_OPTIONS: JSON.parse(JSON.stringify(ENCOUNTER_OPTIONS)),
     encodeBase64Url,
     decodeBase64Url,
     migrate,

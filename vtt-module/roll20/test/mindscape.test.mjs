@@ -322,6 +322,43 @@ test('what a command would drop unsaid is refused before anything is done: an op
   assert.equal(lastRequest(single.sb).body.method, 'exchange.resolve');
 });
 
+// docs/ROLL20.md, read by a GM to learn the commands.
+const ROLL20_MD = fileURLToPath(new URL('../../../docs/ROLL20.md', import.meta.url));
+
+test('docs/ROLL20.md and the help handout name every command and option the script takes, and the doc lists the repeatable options and the flags as the script takes them (Mindscape.js COMMAND_OPTIONS)', () => {
+  const ctx = campaign();
+  const { COMMAND_OPTIONS, ENCOUNTER_OPTIONS } = ctx.sb.context.Mindscape;
+  const doc = readFileSync(ROLL20_MD, 'utf8');
+  ctx.sb.chat({ playerid: GM, content: '!psi --help' });
+  const [handout] = ctx.sb.api.findObjs({ _type: 'handout', name: 'Help: Mindscape' });
+  const help = handout.get('notes');
+  const commands = Object.entries(COMMAND_OPTIONS)
+    .concat(Object.entries(ENCOUNTER_OPTIONS).map(([action, options]) => [`encounter ${action}`, options]));
+  // An option's name, whole (--keep is not --keep-by, nor --keep-all).
+  const named = (name) => `--${name}(?![\\w-])`;
+  for (const [command, options] of commands) {
+    assert.match(doc, new RegExp(`\`!psi ${command}(?![\\w-])`), `ROLL20.md has no row for !psi ${command}`);
+    for (const name of Object.keys(options)) {
+      // In a code span of the doc; the help may name it anywhere.
+      assert.match(doc, new RegExp(`\`[^\`\\n]*${named(name)}`), `ROLL20.md does not name ${command}'s --${name}`);
+      // Only the round's question buttons type --answer (its section in ROLL20.md says so).
+      if (name !== 'answer') assert.match(help, new RegExp(named(name)), `the help handout does not name ${command}'s --${name}`);
+    }
+  }
+  assert.match(help, /!psi (encounter )?(create|add|declare|refresh|resolve|get|undo|end)\|/);
+  for (const verb of Object.keys(COMMAND_OPTIONS)) assert.match(help, new RegExp(`!psi ${verb}(?![\\w-])`), `the help handout has no !psi ${verb}`);
+  // The options the Commands section says are taken several times, and those taking no value.
+  const how = (kind) => [...new Set(commands.flatMap(([, options]) => Object.keys(options).filter((name) => options[name] === kind)))].sort();
+  const listed = (from, to) => {
+    const start = doc.indexOf(from);
+    assert.ok(start >= 0, `ROLL20.md no longer says "${from}"`);
+    const text = doc.slice(start + from.length, doc.indexOf(to, start));
+    return [...new Set([...text.matchAll(/`--([a-z0-9-]+)`/g)].map((m) => m[1]))].sort();
+  };
+  assert.deepEqual(listed('The options taken several times are', '\n- '), how('many'));
+  assert.deepEqual(listed('these are', '\n- '), how('flag'));
+});
+
 test('a refusal quotes at most 80 characters of what was typed, the last one an ellipsis: a paragraph pasted by mistake is not whispered back whole', () => {
   const ctx = encounterWithTwo();
   const long = `${'a'.repeat(60)}${'b'.repeat(5000)}`;

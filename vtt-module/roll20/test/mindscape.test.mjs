@@ -325,6 +325,16 @@ test('what a command would drop unsaid is refused before anything is done: an op
 // docs/ROLL20.md, read by a GM to learn the commands.
 const ROLL20_MD = fileURLToPath(new URL('../../../docs/ROLL20.md', import.meta.url));
 
+test('the help handout comes for !psi --help, !psi help, !psi alone and --help beside any command, which then does nothing else (ROLL20.md: !psi --help)', () => {
+  const ctx = campaign();
+  for (const content of ['!psi --help', '!psi help', '!psi', `!psi attack --target ${ctx.tokens.fenka.id} --mode ego-whip --help`, '!psi round --help']) {
+    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content });
+    assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /Open the help handout/, content);
+  }
+  assert.equal(requests(ctx.sb).length, 0);
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
+});
+
 test('docs/ROLL20.md and the help handout name every command and option the script takes, and the doc lists the repeatable options and the flags as the script takes them (Mindscape.js COMMAND_OPTIONS)', () => {
   const ctx = campaign();
   const { COMMAND_OPTIONS, ENCOUNTER_OPTIONS } = ctx.sb.context.Mindscape;

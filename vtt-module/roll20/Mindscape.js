@@ -4024,8 +4024,12 @@ var Mindscape = Mindscape || (() => {
   const commandEncounter = (msg, args) => {
     const s = store();
     const action = (args.words[0] || '').toLowerCase();
-    const gmOnly = ['create', 'add', 'refresh', 'resolve', 'undo', 'end'];
-    if (gmOnly.includes(action) && !playerIsGM(msg.playerid)) return refuse(msg.playerid, `only a GM may ${action} an encounter.`);
+    // What only a GM may do, as the refusal says it.
+    const gmOnly = {
+      create: 'create an encounter', add: 'add tokens to an encounter', refresh: 'refresh an encounter',
+      resolve: 'resolve an encounter', undo: "undo an encounter's step", end: 'end an encounter',
+    };
+    if (ownMember(gmOnly, action) && !playerIsGM(msg.playerid)) return refuse(msg.playerid, `only a GM may ${gmOnly[action]}.`);
     if (action === 'create') {
       const system = args.get('system') || s.config.system;
       if (!ownMember(SYSTEMS, system)) return refuse(msg.playerid, `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`);

@@ -1045,3 +1045,161 @@ async def test_undo_with_nothing_resolved_is_4001_naming_the_rule(rpc: Rpc) -> N
         "code": 4001, "message": "The rules forbid it",
         "data": {"rule": "undo-needs-a-resolved-step",
                  "detail": "the encounter has no resolved step left to undo"}}
+
+
+# -- whole rounds worked by hand from RULES.md, then driven through the daemon ---------
+
+def _public(view: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in view.items() if k != "revision"}
+
+
+async def _undo_and_redo_match(rpc: Rpc, eid: str, dice: dict[str, list[int]]) -> None:
+    """Resolve with `dice`, undo, check `get` is as before; resolve again, check `get` is
+    as after the first resolve (API.md: 'undo reverts the last resolved step exactly')."""
+    before = _public(await rpc.ok("encounter.get", {"id": eid}))
+    await rpc.ok("encounter.resolve", {"id": eid, "dice": dice})
+    after = _public(await rpc.ok("encounter.get", {"id": eid}))
+    await rpc.ok("encounter.undo", {"id": eid})
+    assert _public(await rpc.ok("encounter.get", {"id": eid})) == before
+    await rpc.ok("encounter.resolve", {"id": eid, "dice": dice})
+    assert _public(await rpc.ok("encounter.get", {"id": eid})) == after
+
+
+async def test_revised_2e_rounds_of_a_critical_opening_a_paid_close_and_a_zero_psp_lock(
+        rpc: Rpc) -> None:
+    """RULES.md §1.4-1.5 over four rounds. Ulcen MTHAC0 17, Fenka 18; both MAC 10."""
+    eid = (await rpc.ok("encounter.create", {"system": "revised-2e"}))["id"]
+    for combatant in (ULCEN, FENKA):
+        await rpc.ok("encounter.add", {"id": eid, "combatant": combatant})
+
+    async def declare(ulcen: dict[str, Any], fenka: dict[str, Any]) -> None:
+        for cid, choice in (("ulcen", ulcen), ("fenka", fenka)):
+            await rpc.ok("encounter.declare", {"id": eid, "combatant_id": cid,
+                                               "choice": choice})
+
+    async def state() -> tuple[int, dict[str, Any]]:
+        view = await rpc.ok("encounter.get", {"id": eid})
+        return view["round"], {cid: (c["psp"], c["mind"]["state"], c["mind"]["opened_by"],
+                                     c["mind"]["locked_rounds"])
+                               for cid, c in view["combatants"].items()}
+
+    def thrust(target: str, m: int) -> dict[str, Any]:
+        return {"mode": "mind-thrust", "target": target, "multiplier": m}
+
+    # round 1: needs 7; 12 − 2 (vs mental barrier) hits for 3 + 2. Fenka pays 5 for the
+    # barrier, Ulcen 4 for the hit
+    await declare({"attack": thrust("fenka", 2)}, {"defense": {"mode": "mental-barrier"}})
+    await rpc.ok("encounter.resolve", {"id": eid, "dice": {"attack": [12],
+                                                           "damage": [3, 2]}})
+    assert await state() == (2, {"ulcen": (36, "closed", None, 0),
+                                 "fenka": (20, "closed", None, 0)})
+    # round 2: Fenka needs 8; natural 19 + 3 (vs thought shield) beats it by 5 or more, a
+    # critical hit; 12 damage is at least a quarter of Ulcen's 40, so his mind opens
+    # without a save. Both defenses are paid again in the new round
+    await declare({"defense": {"mode": "thought-shield"}},
+                  {"attack": thrust("ulcen", 3), "defense": {"mode": "mental-barrier"}})
+    await _undo_and_redo_match(rpc, eid, {"attack": [19], "damage": [4, 4, 4]})
+    assert await state() == (3, {"ulcen": (22, "open", "critical", 0),
+                                 "fenka": (9, "closed", None, 0)})
+    offer = (await rpc.ok("encounter.get", {"id": eid}))["close_offers"]["ulcen"]
+    assert (offer["cost"], offer["defense"]) == (4, "thought-shield")
+    # round 3: Ulcen pays 2 × thought shield to close, then 2 for the shield; Fenka hits
+    # a closed mind (10 + 3 ≥ 8) for 2
+    await declare({"close": True, "defense": {"mode": "thought-shield"}},
+                  {"attack": thrust("ulcen", 1)})
+    await rpc.ok("encounter.resolve", {"id": eid, "dice": {"attack": [10], "damage": [2]}})
+    assert await state() == (4, {"ulcen": (14, "closed", None, 0),
+                                 "fenka": (7, "closed", None, 0)})
+    # round 4: 16 damage takes Fenka to 0 PSPs: locked open 1d4+1 = 4 rounds
+    await declare({"attack": thrust("fenka", 4)}, {})
+    await rpc.ok("encounter.resolve", {"id": eid, "dice": {
+        "attack": [10], "damage": [4, 4, 4, 4], "open-duration": [3]}})
+    assert await state() == (5, {"ulcen": (6, "closed", None, 0),
+                                 "fenka": (0, "open", "zero-psp", 4)})
+
+
+async def test_combat_strength_segments_of_a_defended_and_a_defenseless_mind(
+        rpc: Rpc) -> None:
+    """RULES.md §2.3-2.6: a simultaneous segment where Ann, raising no defense, is read
+    on the defenseless table and its overflow takes her attack strength; then a segment
+    undone and resolved again."""
+    eid = (await rpc.ok("encounter.create", {"system": "combat-strength"}))["id"]
+    for cid, attack, defense in (("ann", 30, 20), ("cy", 40, 60)):
+        await rpc.ok("encounter.add", {"id": eid, "combatant": {
+            "id": cid, "name": cid.title(), "attack_strength": attack,
+            "defense_strength": defense, "attacks": ["mind-thrust", "ego-whip"],
+            "defenses": ["mental-barrier", "shield-thoughts"]}})
+        await rpc.ok("encounter.declare", {"id": eid, "combatant_id": cid,
+                                           "choice": {"stance": "trance"}})
+    await rpc.ok("encounter.resolve", {"id": eid})
+
+    async def strengths() -> tuple[int, dict[str, tuple[int, int]]]:
+        view = await rpc.ok("encounter.get", {"id": eid})
+        return view["segment"], {cid: (c["attack_strength"], c["defense_strength"])
+                                 for cid, c in view["combatants"].items()}
+
+    def whip(mode: str, target: str) -> dict[str, Any]:
+        return {"mode": mode, "target": target, "range": "short"}
+
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "ann", "choice": {
+        "attack": whip("ego-whip", "cy")}})
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "cy", "choice": {
+        "attack": whip("ego-whip", "ann"), "defense": {"mode": "mental-barrier"}}})
+    # Ann on Cy's barrier: table 0 + 2d6 (Combat Strength 50) = 3. Cy on Ann, who raised
+    # none: attack strength 26-50 against an original total up to 59 is 35 points, 20
+    # of defense and 15 of attack; each pays 7 for the ego whip
+    await rpc.ok("encounter.resolve", {"id": eid, "dice": {"damage": [1, 2]}})
+    assert await strengths() == (2, {"ann": (8, 0), "cy": (33, 57)})
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "ann", "choice": {
+        "attack": whip("mind-thrust", "cy")}})
+    await rpc.ok("encounter.declare", {"id": eid, "combatant_id": "cy", "choice": {
+        "defense": {"mode": "mental-barrier"}}})
+    # mind thrust on mental barrier is 0, and Combat Strength 8 gives no bonus dice
+    await _undo_and_redo_match(rpc, eid, {})
+    assert await strengths() == (3, {"ann": (4, 0), "cy": (33, 57)})
+
+
+async def test_power_pool_an_attack_on_a_puppet_strikes_its_controller_who_keeps_it(
+        rpc: Rpc) -> None:
+    """RULES.md §3.2-3.4: control kept by a die outlasts the round; an attack on the
+    puppet strikes the controller; the rebuffed attacker loses a die and is stunned
+    through the next round; a release gives the die back."""
+    eid = (await rpc.ok("encounter.create", {"system": "power-pool"}))["id"]
+    modes = {"attacks": ["mental-stab"], "defenses": ["pinnacle-of-will"]}
+    for combatant in ({"id": "ulcen", "name": "Ulcen", "hit_dice": 3, "die": 6, **modes},
+                      {"id": "fenka", "name": "Fenka", "hit_dice": 2, "die": 6, **modes},
+                      {"id": "gob", "name": "Gob", "hit_dice": 2, "die": 8,
+                       "psionic": False}):
+        await rpc.ok("encounter.add", {"id": eid, "combatant": combatant})
+
+    async def declare(cid: str, choice: dict[str, Any]) -> dict[str, Any]:
+        return await rpc.ok("encounter.declare", {"id": eid, "combatant_id": cid,
+                                                  "choice": choice})
+
+    async def pools() -> tuple[int, list[str], dict[str, Any]]:
+        view = await rpc.ok("encounter.get", {"id": eid})
+        return view["round"], view["waiting_for"], {
+            cid: (c["pool"], len(c["dedicated"]), c["controlled_by"], c["condition_rounds"])
+            for cid, c in view["combatants"].items()}
+
+    # 3d10 (mental stab: d6 two steps up) for 18 against Gob's 2d8 for 5
+    await declare("ulcen", {"attack": {"mode": "mental-stab", "target": "gob",
+                                       "keep_by": "die"}})
+    await declare("gob", {"defense": {}})
+    await rpc.ok("encounter.resolve", {"id": eid, "dice": {"attack": [6, 6, 6],
+                                                           "defense": [2, 3]}})
+    assert await pools() == (1, ["fenka"], {
+        "ulcen": (2, 1, None, {"dazed": 1}), "fenka": (2, 0, None, {}),
+        "gob": (0, 0, "ulcen", {})})
+    # Fenka's 2d10 for 10 strikes Ulcen, whose 2d8 (pinnacle of will) make 16
+    view = await declare("fenka", {"attack": {"mode": "mental-stab", "target": "gob"}})
+    assert view["waiting_for"] == ["ulcen"]
+    await declare("ulcen", {"defense": {"mode": "pinnacle-of-will"}})
+    await _undo_and_redo_match(rpc, eid, {"attack": [5, 5], "defense": [8, 8]})
+    assert await pools() == (2, ["ulcen"], {
+        "ulcen": (2, 1, None, {}), "fenka": (1, 0, None, {"stunned": 1}),
+        "gob": (0, 0, "ulcen", {})})
+    await declare("ulcen", {"release": "gob"})
+    assert await pools() == (2, ["ulcen"], {
+        "ulcen": (3, 0, None, {}), "fenka": (1, 0, None, {"stunned": 1}),
+        "gob": (2, 0, None, {})})

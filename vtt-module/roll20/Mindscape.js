@@ -2246,10 +2246,22 @@ var Mindscape = Mindscape || (() => {
   // The JSON fields whose empty object or list is what the engine takes for no state at
   // all (a closed mind; no condition rounds, lost powers, dedicated dice or controls). The
   // companion writes "{}" in psi_condition_rounds once a daze's rounds are out and "[]"
-  // once a list is emptied; a mind it closes it writes out whole ({"state":"closed",
-  // ...}), which is not "{}" and so counts. quick_mac's empty object is refused. Kept by
-  // hand, checked as LIST_FIELDS is.
+  // once a list is emptied; a mind it closes it writes out whole, as CLOSED_MIND below.
+  // quick_mac's empty object is refused. Kept by hand, checked as LIST_FIELDS is.
   const EMPTY_STATE = { mind: '{}', condition_rounds: '{}', lost_powers: '[]', dedicated: '[]', controlling: '[]' };
+  // The engine's default mind (revised-2e's closed_mind): closed, nothing pending, as the
+  // companion writes it in psi_mind once a mind a psionic attack opened closes again. The
+  // engine fills in each member a mind leaves out from it, so a mind of only its members
+  // with its values, in any order and spacing ({} too), is the same as no psi_mind:
+  // isClosedMind. Kept by hand: tests/adapters/test_roll20.py checks it against the engine.
+  const CLOSED_MIND = '{"state":"closed","opened_by":null,"locked_rounds":0,"last_defense":null,"used_power":false,"may_pay_to_close":false,"rounds_open":0}';
+  const CLOSED_MIND_MEMBERS = JSON.parse(CLOSED_MIND);
+  // Whether `mind`, a parsed psi_mind, is the default closed mind: an object each of whose
+  // members is one of CLOSED_MIND's with its value (JSON holds no undefined, so a member
+  // CLOSED_MIND lacks never matches). Any other member, or another value (rounds open, a
+  // lock, a last defense), is a mind the engine keeps, or refuses.
+  const isClosedMind = (mind) => isObject(mind)
+    && Object.keys(mind).every((key) => ownMember(mind, key) === ownMember(CLOSED_MIND_MEMBERS, key));
 
   // The combatant field that part `part` of psi_* attribute `name` keeps, as the
   // companion's adapters look it up (adapters/roll20.py state_attribute): a pair's
@@ -2268,17 +2280,21 @@ var Mindscape = Mindscape || (() => {
   // end: a value the companion reads, or one it refuses (the fighter is then sent, so that
   // the refusal names the attribute for the GM to put right, where leaving it out would
   // say nothing): what gives the field a value (givesField), but a list of only spaces,
-  // which names nothing (LIST_FIELDS), and an empty JSON state (EMPTY_STATE). A flag or a
-  // choice of only spaces is refused, and so counts.
+  // which names nothing (LIST_FIELDS), an empty JSON state (EMPTY_STATE) and a mind that
+  // is the default closed mind (isClosedMind). A flag or a choice of only spaces is
+  // refused, and so counts.
   const psionicValue = (field, value) => {
     if (LIST_FIELDS.has(field)) return filled(value);
     if (!givesField(field, value)) return false;
     if (!JSON_FIELDS.has(field) || typeof value !== 'string') return true;
+    let parsed;
     try {
-      return JSON.stringify(JSON.parse(value)) !== EMPTY_STATE[field];
+      parsed = JSON.parse(value);
     } catch (err) {
       return true; // no JSON: refused
     }
+    if (field === 'mind' && isClosedMind(parsed)) return false;
+    return JSON.stringify(parsed) !== EMPTY_STATE[field];
   };
 
   // Whether a fighter has anything psionic for a round's end to look at: settings of its
@@ -2288,8 +2304,10 @@ var Mindscape = Mindscape || (() => {
   // names the box for the GM to put right, where leaving it out would say nothing), or a
   // psionic field its generic mapping names. Each attribute is read as the companion
   // reads it: the first of its name in any case, psi_* ones by the field each part keeps
-  // (stateField), every value by psionicValue (no JSON null, no empty state). The
-  // fighter, the orc and the torch-bearer in the Turn Tracker have none and stay out.
+  // (stateField), every value by psionicValue (no JSON null, no empty state, no default
+  // closed mind: what the companion writes once a mind a psionic attack opened closes
+  // again). The fighter, the orc and the torch-bearer in the Turn Tracker have none and
+  // stay out.
   // It reads the attributes combatantOf sends, so an unlinked token is judged by its own.
   const hasPsionics = (ref) => {
     if (characterConfig(fighterCharacter(ref)).system) return true;

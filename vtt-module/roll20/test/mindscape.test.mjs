@@ -3380,6 +3380,51 @@ test('a round\'s end leaves out a fighter whose psi_* state is JSON null or the 
   }
 });
 
+// The engine's default mind as the companion writes it (adapters/roll20.py encode of
+// revised-2e's closed_mind) once a mind a psionic attack opened closes again.
+const CLOSED_MIND_TEXT = '{"state":"closed","opened_by":null,"locked_rounds":0,"last_defense":null,"used_power":false,"may_pay_to_close":false,"rounds_open":0}';
+
+test('a round\'s end leaves out a nonpsionic fighter whose psi_mind is the default closed mind, in any order and spacing, as the companion writes it once an opened mind closes; a closed mind that carries anything more sends it', () => {
+  const ctx = campaign();
+  const state = withOneAttribute(ctx);
+  // The engine fills in every member a mind leaves out from its closed mind: those it
+  // names with their values, in any order and spacing, are no state.
+  for (const current of [CLOSED_MIND_TEXT,
+    '{ "rounds_open" : 0, "may_pay_to_close" : false, "used_power" : false,\n "last_defense" : null, "locked_rounds" : 0, "opened_by" : null, "state" : "closed" }',
+    '{"state":"closed"}', ' {"opened_by": null, "locked_rounds": 0.0}\t', '{"state":"open","state":"closed"}']) {
+    assert.deepEqual(state('psi_mind', current), [ctx.ulcen.id], current);
+  }
+  // A closed mind still locked, counting rounds open, allowed to pay, remembering a
+  // defense or a power used on it is state; a member the engine does not know, or a value
+  // of another type, the companion refuses (a name every object inherits too).
+  const closed = JSON.parse(CLOSED_MIND_TEXT);
+  for (const more of [{ locked_rounds: 2 }, { rounds_open: 1 }, { may_pay_to_close: true }, { last_defense: 'mind-blank' },
+    { used_power: true }, { opened_by: 'attack' }, { state: 'open' }, { used_power: 0 }, { locked_rounds: '0' }, { dazed: 0 },
+    { constructor: null }, { toString: null }]) {
+    const current = JSON.stringify({ ...closed, ...more });
+    assert.deepEqual(state('psi_mind', current), [ctx.ulcen.id, ctx.fenka.id], current);
+  }
+});
+
+test('a nonpsionic fighter whose mind a psionic attack opened takes part in round\'s ends until the companion writes it closed, and is left out after', () => {
+  const ctx = campaign();
+  ctx.sb.attribute(ctx.fenka.id, 'PSP').set({ current: '0', max: '0' });
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: '{"state":"open","opened_by":"attack","locked_rounds":0,"last_defense":null,"used_power":false,"may_pay_to_close":false,"rounds_open":1}', max: '' });
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+  const req = lastRequest(ctx.sb);
+  assert.deepEqual(roundRefs(req), [ctx.ulcen.id, ctx.fenka.id]);
+  answer(ctx, req.id, roundResult(req.id, {
+    events: [{ type: 'mind-closed', combatant: ctx.fenka.id, how: 'round-end' }],
+    summary: 'End of the round: Fenka\'s mind closes.',
+    updates: [{ character_id: ctx.fenka.id, attributes: { psi_mind: { current: CLOSED_MIND_TEXT } } }],
+  }));
+  assert.equal(valueOf(ctx, ctx.fenka.id, 'psi_mind'), CLOSED_MIND_TEXT);
+  assert.deepEqual(roundOfUlcenAndFenka(ctx), [ctx.ulcen.id]);
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Left out: Fenka \(nothing psionic\)/.test(w)));
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi rest --hours 8' });
+  assert.deepEqual(roundRefs(lastRequest(ctx.sb)), [ctx.ulcen.id]);
+});
+
 test('a round\'s end sends a fighter whose psi_* flag or choice holds only spaces, which the companion refuses (naming it); a list of only spaces names nothing and a number or JSON of only spaces is none: those stay out', () => {
   const ctx = campaign();
   const state = withOneAttribute(ctx);

@@ -1595,6 +1595,36 @@ def test_the_mod_scripts_empty_states_are_those_the_engine_takes_for_none() -> N
                         systems[system].combatant(SHEET.import_(data, system).combatant)
 
 
+def test_the_mod_scripts_closed_mind_is_the_engines_default_mind() -> None:
+    """Mindscape.js ``CLOSED_MIND`` is the engine's default mind (revised-2e's
+    ``closed_mind``) as the companion writes it in ``psi_mind`` once a mind a psionic
+    attack opened closes again: every member, each value of its JSON type. A character
+    with it in ``psi_mind`` is the same combatant as one without ``psi_mind``, and so is
+    one with any of its members alone, so a round's end leaves out a fighter with only
+    that (``isClosedMind``); another value of a member makes another combatant."""
+    script = MOD_SCRIPT.read_text(encoding="utf-8")
+    found = re.search(r"const CLOSED_MIND = '([^']*)';", script)
+    assert found, "Mindscape.js no longer has CLOSED_MIND"
+    text = found.group(1)
+    system = builtin_systems()["revised-2e"]
+    plain = system.combatant(SHEET.import_(monster(), "revised-2e").combatant)
+
+    def imported(mind: str) -> Any:
+        return system.combatant(SHEET.import_(monster(psi_mind=mind), "revised-2e").combatant)
+
+    # What the companion writes: the engine's mind, in its order and spacing.
+    assert adapters.roll20.encode("revised-2e", "mind", plain["mind"]) == text
+    assert json.dumps(json.loads(text), sort_keys=True) == \
+        json.dumps(dict(plain["mind"]), sort_keys=True)
+    assert imported(text) == plain
+    for key, value in json.loads(text).items():
+        assert imported(json.dumps({key: value})) == plain, key
+    for key, other in (("state", "open"), ("locked_rounds", 2), ("last_defense", "mind-blank"),
+                       ("used_power", True), ("may_pay_to_close", True), ("rounds_open", 1),
+                       ("opened_by", "attack")):
+        assert imported(json.dumps({**json.loads(text), key: other})) != plain, key
+
+
 def test_the_mod_scripts_state_pairs_are_state_attribute() -> None:
     """Mindscape.js ``STATE_PAIRS`` lists the fields ``state_attribute`` keeps as the
     current and maximum of one attribute, where they are; every other field is kept in

@@ -155,8 +155,12 @@ class AccessLog:
 
     def http(self, method: str, path: str, status: int, seconds: float,
              calls: list[tuple[str | None, int | None]] | None) -> None:
-        """Queue the line of one HTTP request: kept as a tuple, formatted at flush."""
+        """Queue the line of one HTTP request: kept as a tuple, formatted at flush. The
+        path is the client's text, cut as a method name is (``kept``): any web page can
+        have the GM's browser ask for a path of 8 KB, again and again."""
         if self.enabled:
+            if len(path) > MAX_KEPT:
+                path = shortened(path, MAX_KEPT)
             self._queue((time.time(), method, path, status, seconds, calls))
 
     def _queue(self, line: dict[str, Any] | HttpLine) -> None:

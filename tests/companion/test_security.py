@@ -1283,6 +1283,27 @@ async def test_method_names_no_method_has_are_logged_and_kept_cut_short(
     assert len(lines) >= 5 and max(map(len, lines)) < 2_000
 
 
+async def test_long_paths_are_logged_and_kept_cut_short(rpc: Rpc,
+                                                       settings: Settings) -> None:
+    """Any web page can make the GM's browser ask for a path of 8 KB (a GET with no
+    ``Origin``, or refused for its ``Origin``: logged either way); the request log wrote
+    each whole, a line of 8 KB where a usual one is 150 bytes, and kept up to 512 of them
+    as they were. A path is cut as a method name no method has is (``logs.kept``)."""
+    access = rpc.client.server.app[ACCESS_LOG]
+    for i in range(5):
+        path = f"/{i:04d}" + "a." * 4000
+        answer = await rpc.client.get(path, headers={"Origin": "https://evil.example"}
+                                      if i % 2 else None)
+        assert answer.status == (403 if i % 2 else 404)
+    lines = _access_lines(rpc, settings)
+    assert [line["path"][:5] for line in lines] == [f"/{i:04d}" for i in range(5)]
+    assert all(len(line["path"]) == MAX_KEPT and line["path"].endswith("…")
+               for line in lines), lines
+    assert max(map(len, settings.log_stream.getvalue().splitlines())) < 2 * MAX_KEPT  # type: ignore[union-attr]
+    kept = sum(len(text) + len(key[1]) for key, text in access._heads.items())
+    assert kept < 10 * 2 * MAX_KEPT
+
+
 async def _opened(rpc: Rpc, request: bytes
                   ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     server = rpc.client.server

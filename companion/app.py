@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import stat
 import sys
 from collections.abc import AsyncIterator
 from importlib.metadata import PackageNotFoundError, version
@@ -43,7 +44,7 @@ from .security import ROUTES, Guard
 from .services import Services
 from .settings import Settings
 from .status import healthz, status_page
-from .store import SQLiteStore
+from .store import SQLiteStore, StoreError
 from .tokens import TokenKeeper
 from .ws import websocket
 
@@ -123,6 +124,37 @@ def _make_private(settings: Settings) -> None:
         settings.home.chmod(mode & 0o700)
         log.warning("home folder %s was readable by others; narrowed to %o",
                     settings.home, mode & 0o700)
+
+
+#: the files SQLite keeps beside the store: its write-ahead log, its shared memory, and
+#: the rollback journal of a store that was never switched to write-ahead logging
+STORE_SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def _store_files_of_ours(store: Path) -> None:
+    """``StoreError`` when the store, or a file SQLite keeps beside it, is a symbolic
+    link, is not a regular file, or belongs to another user. SQLite follows links and
+    opens what it finds: in a home others could write before it was made private (a
+    group-writable folder, say), one of them may have put there a link to a file of
+    theirs, or a file of their own they hold open, to read every secret choice."""
+    for path in (store, *(store.with_name(store.name + s) for s in STORE_SIDE_FILES)):
+        try:
+            status = path.lstat()
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(status.st_mode):
+            problem = "is a symbolic link"
+        elif not stat.S_ISREG(status.st_mode):
+            problem = "is not a regular file"
+        elif hasattr(os, "geteuid") and status.st_uid != os.geteuid():
+            problem = f"belongs to another user (uid {status.st_uid})"
+        else:
+            continue
+        raise StoreError(
+            f"{path} {problem}; the store and the files SQLite keeps beside it must be "
+            "regular files of your own, and another user may have put it there while "
+            "the home folder was open to others: move it out of the folder and check "
+            "what else is in it")
 
 
 class HomeInUse(Exception):
@@ -237,6 +269,7 @@ async def _plugins(app: web.Application) -> AsyncIterator[None]:
 
 async def _store(app: web.Application) -> AsyncIterator[None]:
     """The encounter store, open while the app runs."""
+    _store_files_of_ours(app[SETTINGS].store_path)
     store = SQLiteStore(app[SETTINGS].store_path)
     await store.open()
     app[STORE] = store

@@ -37,10 +37,11 @@ from companion.logs import MAX_KEPT, JsonLines, ServerLog, redact
 from companion.plugins import Plugin
 from companion.settings import Settings
 from companion.status import SHOWN
+from companion.store import StoreError
 from companion.tokens import TokenKeeper, ensure_token, rotate_token
 from tests.sample_plugin import SampleDuel
 
-from .conftest import GROUP, Rpc, with_plugins
+from .conftest import GROUP, ClientFactory, Rpc, with_plugins
 
 INFO = {"jsonrpc": "2.0", "method": "companion.info", "id": 1}
 CREATE = {"jsonrpc": "2.0", "method": "encounter.create",
@@ -1683,3 +1684,37 @@ async def test_a_connection_reset_in_a_handler_is_a_499_in_the_log_and_no_fault(
     [line] = [json.loads(line) for line in settings.log_stream.getvalue().splitlines()
               if json.loads(line).get("path") == "/"]
     assert line["status"] == 499
+
+
+@pytest.mark.parametrize("name", ["mindscape.sqlite3", "mindscape.sqlite3-wal"])
+async def test_a_link_put_in_the_stores_place_is_refused_and_nothing_is_written_through_it(
+        aiohttp_client: ClientFactory, settings: Settings, tmp_path: Path,
+        name: str) -> None:
+    """A home that others could write before the start made it private (a group-writable
+    folder): one of them put there a link to a file of theirs, named as the store or its
+    write-ahead log. SQLite followed it and wrote every secret choice where they could
+    read it; the start narrowed the folder, saying only that it was readable."""
+    settings.home.mkdir(mode=0o770)
+    settings.home.chmod(0o770)
+    theirs = tmp_path / "theirs"
+    theirs.write_bytes(b"")
+    (settings.home / name).symlink_to(theirs)
+    with pytest.raises(StoreError,
+                       match=f"{name} is a symbolic link; .* move it out of the folder"):
+        await aiohttp_client(create_app(settings))
+    assert theirs.read_bytes() == b""
+    assert stat.S_IMODE(settings.home.stat().st_mode) == 0o700
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="only root can give a file to another user")
+async def test_a_store_file_of_another_user_is_refused(
+        aiohttp_client: ClientFactory, settings: Settings) -> None:
+    """A file another user made in the store's place may still be open in a process of
+    theirs, reading what the daemon writes."""
+    client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+    await client.close()
+    other = os.geteuid() + 12345
+    os.chown(settings.store_path, other, -1)
+    with pytest.raises(StoreError, match=f"sqlite3 belongs to another user \\(uid {other}\\)"):
+        await aiohttp_client(create_app(settings))

@@ -494,6 +494,26 @@ test("tokens without a profile for the system rest nobody, with a message that s
   assert.equal(rests(t).length, 0);
 });
 
+test("a guard with no profile rests while a psionic attack's mind is open on it; once the companion wrote it closed and emptied its conditions, it rests no more", async () => {
+  const t = table();
+  const { guardToken, ulcenToken } = t.tokens;
+  const api = makeApi(t.clients.gm.svc);
+  const sent = () => rests(t).at(-1).params.combatants.map((ref) => ref.data.actor._id);
+  await t.guard.update({ "flags.mindscape.revised-2e": { mind: { state: "open", opened_by: "attack", locked_rounds: 0, last_defense: null, used_power: false, may_pay_to_close: false, rounds_open: 1 } } });
+  await api.rest({ tokenUuids: [ulcenToken, guardToken], hours: 8 });
+  assert.deepEqual(sent(), ["ulcen", "guard"]);
+  // What the companion's write-back leaves (adapters/foundry.py): the whole default closed
+  // mind, and conditions emptied once a daze ended.
+  const closed = { state: "closed", opened_by: null, locked_rounds: 0, last_defense: null, used_power: false, may_pay_to_close: false, rounds_open: 0 };
+  await t.guard.update({ "flags.mindscape.revised-2e": { mind: closed, conditions: [], condition_rounds: {} } });
+  await api.rest({ tokenUuids: [ulcenToken, guardToken], hours: 8 });
+  assert.equal(rests(t).length, 2);
+  assert.deepEqual(sent(), ["ulcen"]);
+  assert.equal(await api.rest({ tokenUuids: [guardToken], hours: 8 }), null);
+  assert.match(t.clients.gm.notes.error[0], /None of these tokens has a psionic profile for AD&D 2e revised psionics/);
+  assert.equal(rests(t).length, 2);
+});
+
 // ------------------------------------------------------------------ who may, and failures
 
 test("a player is refused, on their own client and when asking the GM's client directly", async () => {

@@ -85,6 +85,29 @@ test("participants: one per actor seen through the token, only actors with a pro
   assert.deepEqual(roundParticipants([odd], "revised-2e"), []);
 });
 
+// What the companion's write-back leaves on an actor that had no profile (adapters/
+// foundry.py, checked in tests/adapters/test_foundry.py): a psionic attack opens its mind,
+// and the whole default closed mind once it closes again.
+const OPENED_MIND = { state: "open", opened_by: "attack", locked_rounds: 0, last_defense: null, used_power: false, may_pay_to_close: false, rounds_open: 0 };
+const CLOSED_MIND = { state: "closed", opened_by: null, locked_rounds: 0, last_defense: null, used_power: false, may_pay_to_close: false, rounds_open: 0 };
+
+test("participants: a profile of only state at rest (the default closed mind or part of it, emptied state, null) is none; anything more, or a value the companion refuses, is one", () => {
+  const actor = (profile) => ({ token: null, actor: { id: "a", uuid: "Actor.a", flags: { mindscape: { "revised-2e": profile } } } });
+  const taking = (profile) => roundParticipants([actor(profile)], "revised-2e").length === 1;
+  const reversed = Object.fromEntries(Object.entries(CLOSED_MIND).reverse());
+  for (const profile of [{}, { mind: CLOSED_MIND }, { mind: reversed }, { mind: { state: "closed" } }, { mind: {} }, { mind: { ...OPENED_MIND, state: "closed", opened_by: null } },
+    { mind: CLOSED_MIND, conditions: [], condition_rounds: {}, lost_powers: [] }, { condition_rounds: { stunned: null } }, { mind: { state: "closed", rounds_open: null } },
+    { dedicated: [], controlling: [], controlled_by: null }, { psp: null, mind: null }]) {
+    assert.equal(taking(profile), false, JSON.stringify(profile));
+  }
+  for (const profile of [{ mind: OPENED_MIND }, { mind: { ...CLOSED_MIND, locked_rounds: 2 } }, { mind: { ...CLOSED_MIND, last_defense: "mind-blank" } },
+    { mind: { ...CLOSED_MIND, used_power: 0 } }, { mind: { dazed: 0 } }, { mind: { toString: 0 } }, { mind: [] }, { mind: "closed" },
+    { conditions: ["stunned"] }, { condition_rounds: { stunned: 2 } }, { conditions: {} }, { lost_powers: ["ego-whip"] }, { controlled_by: "g1" },
+    { mind: CLOSED_MIND, psp: 0 }, { kind: "nonpsionic" }, { psionic: false }, { attacks: [] }, { level: 1 }, { notes: "" }]) {
+    assert.equal(taking(profile), true, JSON.stringify(profile));
+  }
+});
+
 test("exchange.end_round's params hold choices, puppets and options only when they hold something, and a seed of 0 is a seed", () => {
   const combatants = [{ id: "ulcen" }];
   assert.deepEqual(endRoundParams({ system: "revised-2e", combatants, choices: {}, puppets: [], options: {}, dice: undefined, seed: null }), { system: "revised-2e", combatants });
@@ -151,6 +174,25 @@ for (const generation of [12, 13]) {
     assert.equal(t.combat.getFlag("mindscape", "roundEnded"), 1);
   });
 }
+
+test("a guard with no profile whose mind a psionic attack opened takes part in the tracker's round's ends until the companion writes it closed, and is left out after", async () => {
+  const t = tracker();
+  const { guardToken } = t.tokens;
+  await guardToken.actor.update({ "flags.mindscape.revised-2e": { mind: OPENED_MIND } });
+  await t.combat.startCombat();
+  await t.combat.nextRound();
+  await settled(t);
+  const sent = (i) => endRounds(t)[i].params.combatants.map((ref) => ref.data.actor._id);
+  assert.ok(sent(0).includes("guard"));
+  // The companion's write-back once the mind closes: the whole default closed mind.
+  await guardToken.actor.update({ "flags.mindscape.revised-2e.mind": CLOSED_MIND });
+  assert.deepEqual(profile(guardToken.actor), { mind: CLOSED_MIND });
+  await t.combat.nextRound();
+  await settled(t);
+  assert.equal(endRounds(t).length, 2);
+  assert.ok(!sent(1).includes("guard"));
+  assert.deepEqual(sent(1), sent(0).filter((id) => id !== "guard"));
+});
 
 test("going back a round and forward again does not end a round twice; turns within a round end none", async () => {
   const t = tracker();

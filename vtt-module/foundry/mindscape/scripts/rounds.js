@@ -37,10 +37,56 @@ export function endedRound(combat, changed, options = {}) {
   return direction > 0 && round >= 2 ? round - 1 : null;
 }
 
-/** Whether an actor has a Mindscape profile for `system` (`flags.mindscape.<system>`). */
+/**
+ * The engine's default mind (revised-2e's `closed_mind`): closed, nothing pending, as the
+ * companion writes it under `flags.mindscape.<system>.mind` once a mind a psionic attack
+ * opened closes again. The engine fills in each member a mind leaves out from it, so a
+ * mind of only its members with its values, in any order, is no mind state. Kept by hand:
+ * tests/adapters/test_foundry.py checks it against the engine.
+ */
+export const CLOSED_MIND = Object.freeze({
+  state: "closed", opened_by: null, locked_rounds: 0, last_defense: null,
+  used_power: false, may_pay_to_close: false, rounds_open: 0,
+});
+
+const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+const isEmptyList = (value) => Array.isArray(value) && value.length === 0;
+// The members of an object that hold something: a null member is one an unlinked
+// token's write-back masked (Foundry cannot delete it there), which the companion reads
+// as absent.
+const held = (object) => Object.keys(object).filter((key) => object[key] !== null);
+const own = (object, key) => (Object.hasOwn(object, key) ? object[key] : undefined);
+
+/**
+ * The profile members the companion writes back as state, each with a test of a value
+ * it holds at rest: one that imports as the same combatant as no such member (an empty
+ * list, an object of no members, the default closed mind or any part of it). A value of
+ * another kind, one the companion would refuse included, is not at rest. Kept by hand:
+ * tests/adapters/test_foundry.py checks it against the engine.
+ */
+export const AT_REST = Object.freeze({
+  mind: (value) => isObject(value) && held(value).every((key) => own(value, key) === own(CLOSED_MIND, key)),
+  conditions: isEmptyList,
+  condition_rounds: (value) => isObject(value) && held(value).length === 0,
+  lost_powers: isEmptyList,
+  dedicated: isEmptyList,
+  controlling: isEmptyList,
+});
+
+/**
+ * Whether an actor has a Mindscape profile for `system` (`flags.mindscape.<system>`): an
+ * object with a member that holds something (not null) other than state at rest
+ * (`AT_REST`). A psionic attack on a mind with no profile makes the companion write one
+ * holding only that mind, and the default closed mind once it closes; a profile left
+ * with only that, or with emptied conditions, lost powers and controls, holds nothing the
+ * companion reads, and its actor takes no part in a round's end or a rest. Anything a GM
+ * sets (psionic, kind, PSPs, modes, level ...) or a member the companion does not know
+ * keeps it a profile.
+ */
 export function hasProfile(actor, system) {
   const profile = actor?.flags?.[MODULE_ID]?.[system];
-  return Boolean(profile) && typeof profile === "object";
+  if (!isObject(profile)) return false;
+  return held(profile).some((key) => !Object.hasOwn(AT_REST, key) || !AT_REST[key](profile[key]));
 }
 
 /**

@@ -3,12 +3,16 @@ numbers the sheets hold, and write-backs touch only what changed and was read.""
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import adapters
-from adapters.core import roll_dice
+from adapters.core import FIELDS, roll_dice
 from engine import builtin_systems
 from engine.dice import dice_source
 from engine.errors import InvalidInput
@@ -1498,3 +1502,106 @@ def test_a_class_the_adapter_does_not_know_is_said_with_the_flag_that_sets_it() 
     got = OSE.import_(ose, "revised-2e")
     assert got.combatant["class_group"] == "priest"
     assert not any("no class group" in w for w in got.warnings)
+
+
+# -- who has a profile (vtt-module/foundry/mindscape/scripts/rounds.js) ----------------
+ROUNDS = (Path(__file__).resolve().parents[2] / "vtt-module" / "foundry" / "mindscape"
+          / "scripts" / "rounds.js")
+PROFILE_SCRIPT = """
+import { AT_REST, CLOSED_MIND, hasProfile } from %s;
+let text = "";
+process.stdin.setEncoding("utf8").on("data", (part) => { text += part; }).on("end", () => {
+  const has = JSON.parse(text).map(([system, profile]) =>
+    hasProfile({ flags: { mindscape: { [system]: profile } } }, system));
+  const atRest = Object.keys(AT_REST);
+  process.stdout.write(JSON.stringify({ atRest, closedMind: CLOSED_MIND, has }));
+});
+"""
+
+
+def module_profiles(profiles: list[tuple[str, Any]]) -> dict[str, Any]:
+    """rounds.js's ``AT_REST`` members, its ``CLOSED_MIND``, and ``hasProfile`` of an
+    actor with each ``(system, profile)`` in ``flags.mindscape``, run through node."""
+    node = shutil.which("node")
+    assert node, "node (installed with the VTT module's tests) runs the module's own code"
+    run = subprocess.run([node, "--input-type=module", "-e",
+                          PROFILE_SCRIPT % json.dumps(ROUNDS.as_uri())],
+                         check=True, input=json.dumps(profiles), capture_output=True,
+                         text=True, timeout=60)
+    out: dict[str, Any] = json.loads(run.stdout)
+    return out
+
+
+def test_a_profile_of_only_state_at_rest_is_none_as_the_engine_takes_it() -> None:
+    """rounds.js ``hasProfile`` (who takes part in a round's end and a rest) leaves out a
+    profile whose every member is state at rest (``AT_REST``), and only such a member's
+    values that import as the same combatant as no member: the default closed mind
+    (``CLOSED_MIND``, the engine's, as the write-back writes it) or any part of it, empty
+    lists and objects, null (a member an unlinked token's write-back masked). Another
+    value of those members, one the adapter refuses included, keeps the profile; so does
+    anything else (a GM's setting, a member no system knows). Fails if rounds.js drops a
+    member of CLOSED_MIND, spells a value another way, or takes a value the engine keeps
+    for rest."""
+    data = zanna()
+    data["flags"].pop("mindscape", None)
+    systems = builtin_systems()
+
+    def combatant(system: str, profile: Any) -> Any:
+        actor = json.loads(json.dumps(data))
+        actor["flags"]["mindscape"] = {system: profile}
+        try:
+            return systems[system].combatant(DND5E.import_(actor, system).combatant)
+        except InvalidInput:
+            return "refused"
+
+    plain = {system: systems[system].combatant(DND5E.import_(data, system).combatant)
+             for system in FIELDS}
+    closed = plain["revised-2e"]["mind"]
+    minds = [closed, {}, {"state": "closed"}, {"state": "open"}, {"locked_rounds": 0.0},
+             {"dazed": 0}, {"toString": 0}, {"state": "open", "opened_by": None}]
+    minds += [{key: value} for key, value in closed.items()]
+    minds += [{**closed, key: other} for key, other in (
+        ("state", "open"), ("locked_rounds", 2), ("last_defense", "mind-blank"),
+        ("used_power", True), ("may_pay_to_close", True), ("rounds_open", 1),
+        ("opened_by", "attack"), ("used_power", 0), ("locked_rounds", "0"))]
+    values: list[Any] = [None, [], {}, "", 0, False, ["stunned"], [""], {"stunned": None},
+                         {"stunned": 2}, {"stunned": "x"}, "g1", *minds]
+    names = sorted({name for fields in FIELDS.values() for name in fields} | {"notes"})
+    cases = [(system, {name: value}) for system in FIELDS for name in names
+             for value in values]
+    # What the write-back leaves on a mind with no profile: a psionic attack opens it,
+    # then it closes (checked against the adapter below); and emptied state together.
+    cases += [("revised-2e", {"mind": closed}),
+              ("revised-2e", {"mind": closed, "conditions": [], "condition_rounds": {"dazed": None},
+                              "lost_powers": []}),
+              ("power-pool", {"conditions": [], "condition_rounds": {}, "dedicated": [],
+                              "controlling": [], "controlled_by": None}),
+              ("revised-2e", {"mind": closed, "psp": 0})]
+    module = module_profiles(cases)
+    assert module["closedMind"] == closed
+    assert list(module["closedMind"]) == list(closed), "in the engine's order"
+    at_rest = set(module["atRest"])
+    for (system, profile), has in zip(cases, module["has"], strict=True):
+        got = combatant(system, profile)
+        if not has:
+            assert got == plain[system], (system, profile)
+        elif len(profile) == 1:
+            [(name, value)] = profile.items()
+            # Text of nothing the adapter also reads as none, but only a hand writes it
+            # (the write-back and the profile dialog write JSON, and leave a cleared
+            # field out): it keeps the profile, as before.
+            if name in at_rest and name in FIELDS[system] and value not in (None, "", [""]):
+                assert got != plain[system], (system, profile)
+    assert module["has"][-4:] == [False, False, False, True]
+
+    # The write-back, as it happens: an attack opens the mind of an actor with no profile
+    # and a later round closes it.
+    system = systems["revised-2e"]
+    before = plain["revised-2e"]
+    opened = {**before, "mind": {**closed, "state": "open", "opened_by": "attack"}}
+    data_open = apply_foundry(data, DND5E.updates(data, "revised-2e", before, opened))
+    now = system.combatant(DND5E.import_(data_open, "revised-2e").combatant)
+    data_closed = apply_foundry(data_open, DND5E.updates(data_open, "revised-2e", now, before))
+    written = [d["flags"]["mindscape"]["revised-2e"] for d in (data_open, data_closed)]
+    assert written[1] == {"mind": closed}
+    assert module_profiles([("revised-2e", p) for p in written])["has"] == [True, False]

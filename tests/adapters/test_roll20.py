@@ -1625,6 +1625,23 @@ def test_the_mod_scripts_closed_mind_is_the_engines_default_mind() -> None:
         assert imported(json.dumps({**json.loads(text), key: other})) != plain, key
 
 
+def test_the_mod_scripts_longest_json_text_is_the_adapters() -> None:
+    """Mindscape.js ``MAX_JSON_TEXT`` is ``adapters.core.MAX_TEXT``: a psi_* state longer
+    than that, no state in itself (a closed mind padded with spaces), the companion refuses,
+    so a round's end must send the fighter for the refusal to name it; one of exactly that
+    length it reads as no state."""
+    script = MOD_SCRIPT.read_text(encoding="utf-8")
+    found = re.search(r"const MAX_JSON_TEXT = (\d+);", script)
+    assert found, "Mindscape.js no longer has MAX_JSON_TEXT"
+    assert int(found.group(1)) == adapters.core.MAX_TEXT
+    system = builtin_systems()["revised-2e"]
+    plain = system.combatant(SHEET.import_(monster(), "revised-2e").combatant)
+    fits = "{}".ljust(adapters.core.MAX_TEXT)
+    assert system.combatant(SHEET.import_(monster(psi_mind=fits), "revised-2e").combatant) == plain
+    with pytest.raises(InvalidInput, match="longer than"):
+        SHEET.import_(monster(psi_mind=fits + " "), "revised-2e")
+
+
 def test_the_mod_scripts_state_pairs_are_state_attribute() -> None:
     """Mindscape.js ``STATE_PAIRS`` lists the fields ``state_attribute`` keeps as the
     current and maximum of one attribute, where they are; every other field is kept in

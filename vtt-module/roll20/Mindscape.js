@@ -954,6 +954,10 @@ var Mindscape = Mindscape || (() => {
   // counts. Kept by hand, checked as TEXT_FIELDS is.
   const JSON_FIELDS = new Set(['mind', 'condition_rounds', 'lost_powers', 'quick_mac', 'dedicated', 'controlling']);
   const JSON_NULL = /^[ \t\n\r]*null[ \t\n\r]*$/;
+  // The longest JSON text the companion takes in one attribute (adapters/core.py MAX_TEXT;
+  // tests/adapters/test_roll20.py checks it). Counted in UTF-16 units here, in characters
+  // there: never fewer here, so a text the companion refuses is never taken for no state.
+  const MAX_JSON_TEXT = 100000;
 
   // Whether `value` gives combatant field `field` a value as the adapters read it.
   const givesField = (field, value) => {
@@ -2282,9 +2286,12 @@ var Mindscape = Mindscape || (() => {
   // say nothing): what gives the field a value (givesField), but a list of only spaces,
   // which names nothing (LIST_FIELDS), an empty JSON state (EMPTY_STATE) and a mind that
   // is the default closed mind (isClosedMind). A flag or a choice of only spaces is
-  // refused, and so counts.
+  // refused, and so counts, as does a JSON state longer than MAX_JSON_TEXT.
   const psionicValue = (field, value) => {
     if (LIST_FIELDS.has(field)) return filled(value);
+    // A JSON state longer than MAX_JSON_TEXT the companion refuses before it parses it,
+    // JSON null or a closed mind padded with spaces too: it counts.
+    if (JSON_FIELDS.has(field) && typeof value === 'string' && value.length > MAX_JSON_TEXT && filled(value)) return true;
     if (!givesField(field, value)) return false;
     if (!JSON_FIELDS.has(field) || typeof value !== 'string') return true;
     let parsed;

@@ -3406,6 +3406,21 @@ test('a round\'s end leaves out a nonpsionic fighter whose psi_mind is the defau
   }
 });
 
+test('a round\'s end sends a fighter whose psi_* state, no state in itself, is padded beyond the companion\'s 100000 characters: the companion refuses it, and the refusal names the attribute', () => {
+  const ctx = campaign();
+  const state = withOneAttribute(ctx);
+  const pad = ' '.repeat(100000);
+  for (const [name, current] of [['psi_mind', `{}${pad}`], ['psi_mind', `null${pad}`], ['psi_mind', `${pad}${CLOSED_MIND_TEXT}`],
+    ['psi_condition_rounds', `{${pad}}`], ['psi_lost_powers', `[]${pad}`]]) {
+    assert.deepEqual(state(name, current), [ctx.ulcen.id, ctx.fenka.id], `${name} of ${current.length}`);
+  }
+  // Exactly as long as the companion takes: still no state; only spaces: none.
+  for (const [name, current] of [['psi_mind', `{}${pad.slice(2)}`], ['psi_mind', `${CLOSED_MIND_TEXT}${pad.slice(CLOSED_MIND_TEXT.length)}`],
+    ['psi_mind', `${pad} `]]) {
+    assert.deepEqual(state(name, current), [ctx.ulcen.id], `${name} of ${current.length}`);
+  }
+});
+
 test('a nonpsionic fighter whose mind a psionic attack opened takes part in round\'s ends until the companion writes it closed, and is left out after', () => {
   const ctx = campaign();
   ctx.sb.attribute(ctx.fenka.id, 'PSP').set({ current: '0', max: '0' });

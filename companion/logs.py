@@ -27,7 +27,7 @@ import logging
 import re
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any, TextIO, overload
 
 from aiohttp.http_exceptions import HttpProcessingError
 
@@ -62,6 +62,10 @@ def redact(text: str) -> str:
 MAX_KEPT = 200
 
 
+@overload
+def kept(text: str) -> str: ...
+@overload
+def kept(text: None) -> None: ...
 def kept(text: str | None) -> str | None:
     """``text`` as kept beyond its request: at most ``MAX_KEPT`` characters, redacted
     when cut (the length compared first: this is on every call's path)."""
@@ -159,9 +163,7 @@ class AccessLog:
         path is the client's text, cut as a method name is (``kept``): any web page can
         have the GM's browser ask for a path of 8 KB, again and again."""
         if self.enabled:
-            if len(path) > MAX_KEPT:
-                path = shortened(path, MAX_KEPT)
-            self._queue((time.time(), method, path, status, seconds, calls))
+            self._queue((time.time(), method, kept(path), status, seconds, calls))
 
     def _queue(self, line: dict[str, Any] | HttpLine) -> None:
         self._lines.append(line)

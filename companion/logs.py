@@ -160,10 +160,12 @@ class AccessLog:
     def http(self, method: str, path: str, status: int, seconds: float,
              calls: list[tuple[str | None, int | None]] | None) -> None:
         """Queue the line of one HTTP request: kept as a tuple, formatted at flush. The
-        path is the client's text, cut as a method name is (``kept``): any web page can
-        have the GM's browser ask for a path of 8 KB, again and again."""
+        path and the HTTP method are the client's text, cut as a method name is
+        (``kept``): any web page can have the GM's browser ask for a path of 8 KB, again
+        and again; and aiohttp's own parser (without its C extension) takes any token as
+        a method, up to its 8190-byte request line."""
         if self.enabled:
-            self._queue((time.time(), method, kept(path), status, seconds, calls))
+            self._queue((time.time(), kept(method), kept(path), status, seconds, calls))
 
     def _queue(self, line: dict[str, Any] | HttpLine) -> None:
         self._lines.append(line)

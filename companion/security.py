@@ -32,7 +32,7 @@ from aiohttp import HttpVersion11, web
 
 from .errors import logged_error_id
 from .keys import TOKENS
-from .logs import AccessLog
+from .logs import AccessLog, kept
 from .rpc import Outcome
 from .settings import Settings
 from .tokens import TokenKeeper
@@ -94,8 +94,9 @@ def _finish(headers: MutableMapping[str, str], origin: str | None) -> None:
 def _fault(path: str) -> web.Response:
     """500 for a fault in a handler, logged with its traceback under an error id. Not
     aiohttp's page: that carries the exception's text, and its traceback when the event
-    loop runs in debug mode (``python -X dev``)."""
-    error_id = logged_error_id(log, "internal error", path=path)
+    loop runs in debug mode (``python -X dev``). The path is the client's text, cut as
+    the request line's is (``kept``)."""
+    error_id = logged_error_id(log, "internal error", path=kept(path))
     return web.json_response({"error": f"internal error {error_id}: the daemon's log has "
                                        "the details", "error_id": error_id}, status=500)
 

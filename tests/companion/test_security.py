@@ -25,6 +25,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp.http_parser import HttpRequestParserPy
 from aiohttp.test_utils import TestClient
 
 import tests.sample_plugin as sample_plugin
@@ -1303,6 +1304,55 @@ async def test_long_paths_are_logged_and_kept_cut_short(rpc: Rpc,
     assert max(map(len, settings.log_stream.getvalue().splitlines())) < 2 * MAX_KEPT  # type: ignore[union-attr]
     kept = sum(len(text) + len(key[1]) for key, text in access._heads.items())
     assert kept < 10 * 2 * MAX_KEPT
+
+
+async def test_a_long_http_method_is_logged_and_kept_cut_short(
+        rpc: Rpc, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """aiohttp's parser without its C extension (``AIOHTTP_NO_EXTENSIONS``, or where no
+    wheel has it) takes any token as a method, up to its 8190-byte request line; the
+    request log wrote such a method whole (the C parser knows its methods by name). It
+    is cut as a path is (``logs.kept``)."""
+    monkeypatch.setattr("aiohttp.web_protocol.HttpRequestParser", HttpRequestParserPy)
+    access = rpc.client.server.app[ACCESS_LOG]
+    for i in range(3):
+        method = f"M{i}" + ".m" * 3000  # (dots: no run of a token's alphabet to redact)
+        reader, writer = await _opened(rpc, method.encode() + b" /healthz HTTP/1.1\r\n"
+                                       b"Host: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        answer = await asyncio.wait_for(reader.read(), 5)
+        writer.close()
+        assert answer.startswith(b"HTTP/1.1 405 "), answer[:80]
+    lines = _access_lines(rpc, settings)
+    assert [line["http"][:2] for line in lines] == ["M0", "M1", "M2"]
+    assert all(len(line["http"]) == MAX_KEPT and line["http"].endswith("…")
+               for line in lines), lines
+    assert max(map(len, settings.log_stream.getvalue().splitlines())) < 2 * MAX_KEPT  # type: ignore[union-attr]
+    kept = sum(len(text) + len(key[0]) for key, text in access._heads.items())
+    assert kept < 10 * 2 * MAX_KEPT
+
+
+async def test_a_fault_on_a_long_path_logs_the_path_cut_short(
+        aiohttp_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A fault's log line (``security._fault``) named the request's path whole: a path of
+    8 KB, which any web page can have the GM's browser ask for, made an error line of
+    8 KB each time a handler failed on it. It is cut as the request line's is."""
+    import companion.app as app_module
+
+    async def broken(request: Any) -> Any:
+        raise RuntimeError("a fault")
+
+    monkeypatch.setattr(app_module, "elsewhere", broken)
+    stream = io.StringIO()
+    settings = Settings(home=tmp_path / "home", log_stream=stream)
+    client: TestClient[Any, Any] = await aiohttp_client(app_module.create_app(settings))
+    path = "/nope/" + "a." * 4000
+    with caplog.at_level(logging.ERROR, logger="mindscape.http"):
+        response = await client.get(path)
+    assert response.status == 500
+    [record] = [r for r in caplog.records if r.name == "mindscape.http"]
+    fields = record.fields  # type: ignore[attr-defined]
+    assert fields["path"] == path[:MAX_KEPT - 1] + "…"
+    assert json.loads(JsonLines().format(record))["path"] == fields["path"]
 
 
 async def _opened(rpc: Rpc, request: bytes

@@ -16,7 +16,9 @@ Nothing logs a token or an ``Authorization`` header: the security code never pas
 either to a logger, and ``redact`` takes out anything shaped like one that another part
 puts in a message: aiohttp quotes a malformed header line in its error, and names the
 subprotocols a WebSocket offered (``token.<token>``) when none is ours; a client may put
-a token in a path or a method name.
+a token in a path or a method name. Nor can a client's text break a line or reach a
+terminal as an escape sequence: what JSON leaves raw of such characters is escaped
+(``_escaped``).
 """
 
 from __future__ import annotations
@@ -46,6 +48,24 @@ HttpLine = tuple[float, str, str, int, float, list[tuple[str | None, int | None]
 _SECRET = re.compile(r"(?i)(bearer\s+|token\.)[^\s\"',\\]+|[\w-]{43,}", re.ASCII)
 #: the shortest text that can hold part of a secret: "token." and one character
 _SHORTEST = len("token.") + 1
+
+
+#: What JSON writes as it is (``ensure_ascii=False``) but a log line must not hold raw:
+#: the C1 controls (a terminal may take U+009B for the start of an escape sequence, as it
+#: does ESC, which JSON escapes) and the line and paragraph separators, which Python's
+#: ``str.splitlines`` (U+0085 too, a C1 control) takes for the end of a line. A client
+#: chooses such text: a path ``/%C2%9B...`` or ``/%E2%80%A8...`` (any web page can have
+#: the GM's browser ask for one), a method name ``"\u2028"``.
+_UNSAFE = re.compile("[\x80-\x9f\u2028\u2029]")
+
+
+def _escaped(text: str) -> str:
+    """JSON ``text`` with the characters of ``_UNSAFE`` written as ``\\u`` escapes:
+    the same JSON values (JSON holds them only inside strings), safe to print or split
+    into lines."""
+    if text.isascii():
+        return text
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def redact(text: str) -> str:
@@ -117,7 +137,7 @@ class JsonLines(logging.Formatter):
             line.update(fields)
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
-        return redact(json.dumps(line, default=str, ensure_ascii=False))
+        return _escaped(redact(json.dumps(line, default=str, ensure_ascii=False)))
 
 
 def open_stderr() -> TextIO:
@@ -226,7 +246,7 @@ class AccessLog:
         lines, self._lines = self._lines, []
         if not lines or self.stream is None:
             return
-        text = "".join(self._format(line) + "\n" for line in lines)
+        text = _escaped("".join(self._format(line) + "\n" for line in lines))
         try:
             self.stream.write(text)
             self.stream.flush()

@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import sys
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -268,6 +269,62 @@ def test_a_logging_records_fields_that_are_no_json_are_written_as_text_and_lette
     assert '"msg": "Gedankenstoß at Zaña"' in text
     [line] = _lines(stream)
     assert (line["home"], line["cause"]) == ("/srv/mindscape", "[Errno 28] no space")
+
+
+#: Characters JSON leaves as they are that a client may put in a path or a method name:
+#: a C1 control (U+009B starts an escape sequence in a terminal, as ESC does) and the
+#: line ends of Python's ``str.splitlines`` that JSON does not escape.
+UNSAFE = "\x9b31m\x85forged\u2028{\"msg\": \"x\"}\u2029\x80"
+
+
+def _one_line(text: str) -> dict[str, Any]:
+    """The one JSON line ``text`` holds, checked to hold none of ``UNSAFE`` raw."""
+    assert not any(c in text for c in "\x9b\x85\u2028\u2029\x80"), repr(text)
+    [line] = [json.loads(part) for part in text.splitlines()]
+    assert isinstance(line, dict)
+    return line
+
+
+async def test_a_client_cannot_forge_a_line_or_an_escape_sequence_in_the_request_log(
+        aiohttp_client: Any, tmp_path: Path) -> None:
+    """A path (any web page can have the GM's browser ask for ``/%C2%9B...``) and a
+    method name are written with those characters as ``\\u`` escapes: one line,
+    which reads back as the client's text; letters outside ASCII stay as they are."""
+    stream = io.StringIO()
+    settings = Settings(home=tmp_path / "home", log_stream=stream, log_level="info")
+    client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+    token = settings.token_path.read_text().strip()
+    path = "/Zaña" + UNSAFE
+    assert (await client.get(urllib.parse.quote(path))).status == 404
+    await client.close()
+    line = _one_line(stream.getvalue())
+    assert line["path"] == path and "Zaña" in stream.getvalue()
+
+    stream = io.StringIO()
+    settings = Settings(home=tmp_path / "home", log_stream=stream, log_level="info")
+    client = await aiohttp_client(create_app(settings))
+    response = await client.post("/rpc", json={"jsonrpc": "2.0", "method": UNSAFE, "id": 1},
+                                 headers={"Authorization": f"Bearer {token}"})
+    assert (await response.json())["error"]["code"] == -32601
+    ws = await client.ws_connect("/ws", protocols=("mindscape.v1", f"token.{token}"))
+    await ws.send_json({"jsonrpc": "2.0", "method": UNSAFE, "id": 2})
+    assert (await ws.receive_json())["error"]["code"] == -32601
+    await ws.close()
+    await client.close()
+    lines = [_one_line(text) for text in stream.getvalue().split("\n")[:-1]]
+    assert [(line.get("http"), line["methods"]) for line in lines if "methods" in line] == [
+        ("POST", [UNSAFE]), (None, [UNSAFE])]
+
+
+def test_a_logging_record_holding_such_characters_is_one_line_too(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """JsonLines: a record's message and fields (a fault's path, ``security._fault``)
+    are escaped the same way."""
+    with _configured("info", monkeypatch) as stream:
+        logging.getLogger("mindscape.test").warning(
+            "at %s", UNSAFE, extra={"fields": {"path": "/" + UNSAFE}})
+    line = _one_line(stream.getvalue())
+    assert (line["msg"], line["path"]) == ("at " + UNSAFE, "/" + UNSAFE)
 
 
 def test_stderr_takes_what_is_not_utf_8_as_a_question_mark(

@@ -121,16 +121,26 @@ class ServerLog(logging.LoggerAdapter[logging.Logger]):
         return msg, kwargs
 
 
+#: Most characters written of a message of aiohttp's: it may quote what a client sent
+#: (the subprotocols a WebSocket offered, a header of up to 8190 bytes: a warning of
+#: 10 KB for each handshake, at any log level).
+MAX_AIOHTTP_MESSAGE = 500
+
+
 class JsonLines(logging.Formatter):
-    """``{"ts", "level", "logger", "msg", ...fields}``; ``exc`` holds a traceback."""
+    """``{"ts", "level", "logger", "msg", ...fields}``; ``exc`` holds a traceback. A
+    message of aiohttp's is cut to ``MAX_AIOHTTP_MESSAGE`` characters."""
 
     def format(self, record: logging.LogRecord) -> str:
         """One JSON line for ``record``."""
+        message = record.getMessage()
+        if record.name.startswith("aiohttp.") and len(message) > MAX_AIOHTTP_MESSAGE:
+            message = shortened(message, MAX_AIOHTTP_MESSAGE)
         line: dict[str, Any] = {
             "ts": round(record.created, 3),
             "level": record.levelname.lower(),
             "logger": record.name,
-            "msg": record.getMessage(),
+            "msg": message,
         }
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):

@@ -34,7 +34,7 @@ from companion import ws as ws_module
 from companion.app import create_app
 from companion.hub import RECENT_CLIENTS
 from companion.keys import ACCESS_LOG, HUB, SERVICES, TOKENS
-from companion.logs import MAX_KEPT, JsonLines, ServerLog, redact
+from companion.logs import MAX_AIOHTTP_MESSAGE, MAX_KEPT, JsonLines, ServerLog, redact
 from companion.plugins import Plugin
 from companion.settings import Settings
 from companion.status import SHOWN
@@ -742,6 +742,22 @@ async def test_a_token_offered_only_as_a_websocket_subprotocol_stays_out_of_the_
     formatter = JsonLines()
     for record in caplog.records:
         assert rpc.token not in formatter.format(record)
+
+
+async def test_the_subprotocols_a_websocket_offered_are_logged_cut_short(
+        rpc: Rpc, caplog: pytest.LogCaptureFixture) -> None:
+    """aiohttp warns about offered subprotocols that are not ours, quoting them all: a
+    header of up to 8190 bytes, so any program could have each handshake write a
+    warning of 10 KB (at any log level). JsonLines cuts aiohttp's messages."""
+    offered = [f"p{i}" for i in range(1300)]
+    with caplog.at_level(logging.DEBUG, logger="aiohttp.websocket"):
+        ws = await rpc.client.ws_connect("/ws", protocols=offered)
+        await ws.close()
+    [record] = [r for r in caplog.records if r.name == "aiohttp.websocket"]
+    assert len(record.getMessage()) > 8000, "aiohttp no longer quotes them: check nothing"
+    message = json.loads(JsonLines().format(record))["msg"]
+    assert len(message) == MAX_AIOHTTP_MESSAGE and message.endswith("…")
+    assert "Client protocols ['p0', 'p1'" in message
 
 
 @pytest.mark.parametrize("text", [

@@ -287,6 +287,14 @@ var Mindscape = Mindscape || (() => {
   // inherits (constructor, toString, __proto__, hasOwnProperty) and take it for an entry.
   const ownMember = (table, key) => (table !== null && typeof table === 'object' && Object.prototype.hasOwnProperty.call(table, key) ? table[key] : undefined);
 
+  // The word of `words` that an option's value names in any case, or undefined: the
+  // options that name one of a fixed set of words (--system, --adapter, --rollmode,
+  // --hpbar, --pspbar) take "GM" as gm, and the word stored is the list's own.
+  const fixedWord = (words, text) => {
+    const wanted = String(text === undefined || text === null ? '' : text).trim().toLowerCase();
+    return words.find((word) => word === wanted);
+  };
+
   // A mode's or a field's id in the game's words: "tower-of-iron-will" reads "Tower of Iron
   // Will", "mind_opened" "Mind opened" (its first word only capitalised, as a phrase).
   const SMALL_WORDS = ['of', 'the', 'a', 'an', 'to', 'by'];
@@ -3023,7 +3031,7 @@ var Mindscape = Mindscape || (() => {
 
   const commandHouse = (msg, args) => {
     if (!playerIsGM(msg.playerid)) return refuse(msg.playerid, 'only a GM may see or change the house rules.');
-    const system = args.get('system') || store().config.system;
+    const system = args.has('system') ? fixedWord(Object.keys(SYSTEMS), args.get('system')) : store().config.system;
     if (!ownMember(SYSTEMS, system)) return refuse(msg.playerid, `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`);
     const set = [];
     for (const pair of args.all('set')) {
@@ -3175,8 +3183,9 @@ var Mindscape = Mindscape || (() => {
   // an error text or null.
   const applyMappingOptions = (args, target) => {
     if (args.has('adapter')) {
-      if (!ADAPTERS.includes(args.get('adapter'))) return `--adapter must be one of ${ADAPTERS.join(', ')}.`;
-      target.adapter = args.get('adapter');
+      const adapter = fixedWord(ADAPTERS, args.get('adapter'));
+      if (!adapter) return `--adapter must be one of ${ADAPTERS.join(', ')}.`;
+      target.adapter = adapter;
     }
     target.attributes = Object.assign({}, target.attributes || {});
     const given = new Set();
@@ -3197,8 +3206,9 @@ var Mindscape = Mindscape || (() => {
       else target.attributes[field] = path;
     }
     if (args.has('system')) {
-      if (!ownMember(SYSTEMS, args.get('system'))) return `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`;
-      target.system = args.get('system');
+      const system = fixedWord(Object.keys(SYSTEMS), args.get('system'));
+      if (!system) return `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`;
+      target.system = system;
     }
     return null;
   };
@@ -3260,8 +3270,9 @@ var Mindscape = Mindscape || (() => {
     const error = applyMappingOptions(args, cfg);
     if (error) return refuse(msg.playerid, `${error} Nothing was changed.`);
     if (args.has('rollmode')) {
-      if (!ROLL_MODES.includes(args.get('rollmode'))) return refuse(msg.playerid, `--rollmode must be one of ${ROLL_MODES.join(', ')}.`);
-      cfg.rollMode = args.get('rollmode');
+      const mode = fixedWord(ROLL_MODES, args.get('rollmode'));
+      if (!mode) return refuse(msg.playerid, `--rollmode must be one of ${ROLL_MODES.join(', ')}.`);
+      cfg.rollMode = mode;
     }
     if (args.has('timeout')) {
       const seconds = wholeNumber(args.get('timeout'));
@@ -3275,8 +3286,8 @@ var Mindscape = Mindscape || (() => {
     }
     for (const [key, field] of [['hpbar', 'hpBar'], ['pspbar', 'pspBar']]) {
       if (!args.has(key)) continue;
-      const bar = String(args.get(key)).toLowerCase();
-      if (!BAR_SETTINGS.includes(bar)) return refuse(msg.playerid, `--${key} must be one of ${BAR_SETTINGS.join(', ')}.`);
+      const bar = fixedWord(BAR_SETTINGS, args.get(key));
+      if (!bar) return refuse(msg.playerid, `--${key} must be one of ${BAR_SETTINGS.join(', ')}.`);
       cfg[field] = bar;
     }
     if (cfg.hpBar !== 'none' && cfg.hpBar === cfg.pspBar) return refuse(msg.playerid, 'HP and PSP cannot share one bar.');
@@ -4054,9 +4065,14 @@ var Mindscape = Mindscape || (() => {
       create: 'create an encounter', add: 'add tokens to an encounter', refresh: 'refresh an encounter',
       resolve: 'resolve an encounter', undo: "undo an encounter's step", end: 'end an encounter',
     };
+    // A word it does not know is named as such, whether or not an encounter is going on.
+    if (!ownMember(ENCOUNTER_OPTIONS, action)) {
+      const known = Object.keys(ENCOUNTER_OPTIONS).join(', ');
+      return refuse(msg.playerid, action ? `unknown encounter command "${echo(args.words[0])}"; encounter wants one of ${known}.` : `encounter wants one of ${known}.`);
+    }
     if (ownMember(gmOnly, action) && !playerIsGM(msg.playerid)) return refuse(msg.playerid, `only a GM may ${gmOnly[action]}.`);
     if (action === 'create') {
-      const system = args.get('system') || s.config.system;
+      const system = args.has('system') ? fixedWord(Object.keys(SYSTEMS), args.get('system')) : s.config.system;
       if (!ownMember(SYSTEMS, system)) return refuse(msg.playerid, `--system must be one of ${Object.keys(SYSTEMS).join(', ')}.`);
       const params = withHouse(system, { system });
       if (args.get('name')) params.name = args.get('name');
@@ -4125,7 +4141,7 @@ var Mindscape = Mindscape || (() => {
     if (action === 'undo') {
       return encounterRequest(msg, 'encounter.undo', withRevision(enc, { id: enc.id }), { kind: 'encounter.undo', involved: Object.keys(enc.combatants), title: 'Encounter: last step undone', encounter: enc.id }, 'undo the last step of the encounter');
     }
-    return refuse(msg.playerid, 'encounter wants one of create, add, declare, refresh, resolve, get, status, undo, end.');
+    return undefined; // every word of ENCOUNTER_OPTIONS is handled above
   };
 
   // --------------------------------------------------------------- !psi pair
@@ -4161,7 +4177,7 @@ var Mindscape = Mindscape || (() => {
     '<li><code>!psi join --req ID</code> with a psionic creature\'s token selected (its controller or the GM; power-pool): while the defense against the attack waiting as ID is being chosen, the creature joins it by its own choice with Imagination Swarm, if it can see the ally attacked (seed 001). It rolls its own pool with the defending group and falls with it; in a psionic wave it joins the group of the mind struck first. The GM\'s whisper of the defense buttons has the id and a Join button; other players do not see it, so the GM tells them. Refused, and nothing changed, for the attacker, a creature struck already, one joined or drawn in already (of one that a wave\'s first mind drew in, its player learns only that it cannot join: the drawing in stays secret), one under psionic control, one that does not know Imagination Swarm (where the companion reads its modes, above), or a creature you do not control. Should the companion refuse the defense, those that joined stay joined, but one the refusal is about is left out. <code>!psi join --req ID --leave</code> takes a creature that joined out again (its controller or the GM).</li>',
     '<li><code>!psi odds --target &#64;&#123;target&#124;token_id&#125; --mode mind-thrust --mult 2 --defense mental-barrier</code>: exact chances, whispered to you (power-pool also <code>--dice</code>, <code>--defense-dice</code>, <code>--sacrifice</code>, <code>--keep-by</code>, <code>--decline</code> and <code>--ally</code>; combat-strength sums its damage up: mean, median and the range 8 times in 10 fall in).</li>',
     '<li><code>!psi round</code> (GM): ends the psionic round for the selected tokens, or for every token in the Turn Tracker: timed conditions (stunned, dazed&hellip;) count down, open minds are checked. Run it at the end of each round of the table\'s combat. revised-2e: when a mind a critical hit opened may pay to close, you are first shown what it costs, with a button for each who can pay and one for nobody; <code>--close TOKEN</code> (repeatable) or <code>--pay-none</code> decides at once. power-pool: when a fighter controls creatures, you are first shown each control, how it is kept, and a button for each thing it may do (release; keep it by a die or by an action instead; lost sight) and one to keep everything as it is; <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code> (each repeatable, in one command) or <code>--keep-all</code> decides at once. A controller that cannot act (asleep, unconscious, stunned, at 0 HP or fewer) loses the control it keeps by an action and cannot keep a control another way. A creature set free whose own round does not end there has its sheet freed too.</li>',
-    '<li><code>!psi config</code> (GM): <code>--system revised-2e|combat-strength|power-pool</code>, <code>--rollmode public|gm|private</code>, <code>--timeout 30</code>, <code>--chunk 1000</code>, <code>--hpbar 1|2|3|none</code> and <code>--pspbar 1|2|3|none</code> (the bars of unlinked tokens); per character (selected or <code>--char ID</code>): <code>--system</code>, <code>--adapter roll20.adnd2e-revised|roll20.generic</code>, <code>--attr psp=PSP</code> (repeatable), <code>--reset</code>.</li>',
+    '<li><code>!psi config</code> (GM): <code>--system revised-2e|combat-strength|power-pool</code>, <code>--rollmode public|gm|private</code>, <code>--timeout 30</code>, <code>--chunk 1000</code>, <code>--hpbar 1|2|3|none</code> and <code>--pspbar 1|2|3|none</code> (the bars of unlinked tokens); per character (selected or <code>--char ID</code>): <code>--system</code>, <code>--adapter roll20.adnd2e-revised|roll20.generic</code>, <code>--attr psp=PSP</code> (repeatable), <code>--reset</code>. The words of <code>--system</code>, <code>--adapter</code>, <code>--rollmode</code> and the bars are taken in any case.</li>',
     '<li><code>!psi rest --hours N</code> (GM): the selected tokens rest outside encounters. revised-2e: N hours (1-1000) of sleep or meditation give back PSPs; power-pool: one long rest, no <code>--hours</code>; a resting controller loses the control it keeps by an action, and a creature so set free that does not rest has its sheet freed too. combat-strength has no rest.</li>',
     '<li><code>!psi encounter create|add|declare|refresh|resolve|get|undo|end</code>: multi-step rounds. <code>create --system S --name N</code> (GM) starts one; <code>add</code> (GM) adds the selected tokens, or each <code>--token ID</code> named; <code>resolve --force</code> (GM) counts missing choices as none. <code>declare --attack MODE --target TOKEN --mult N --range R --defense MODE</code> with your token selected (declaring again replaces your whole choice: give the attack and the defense in one command), <code>--attack2 MODE --target2 TOKEN</code> (with <code>--mult2</code>, <code>--range2</code>) for a revised-2e psionicist\'s second attack of a round, which the companion allows by level, <code>--stance trance|discipline|wave|normal</code> at a combat-strength round\'s intent, <code>--close</code> (revised-2e) to pay to close an open mind; power-pool one choice per declaration, also <code>--target</code> again for a psionic wave, <code>--dice</code>, <code>--keep-by die|action</code> and <code>--decline</code> with the attack as on <code>!psi attack</code>, <code>--defense-dice</code> and <code>--sacrifice</code> with the defense, <code>--ally TOKEN</code> (imagination swarm; in a wave only the mind struck first draws allies in, and another mind\'s <code>--ally</code> is refused with nothing recorded), and the public actions <code>--pass</code>, <code>--release TOKEN</code>, <code>--keep TOKEN --by die|action</code>, <code>--cannot-perceive TOKEN</code>, <code>--rest</code>, which apply at once. <code>refresh</code> (GM) takes every combatant again from its sheet, so that changes made outside the encounter (HP from a sword, PSPs spent) are kept; <code>resolve</code> does it first by itself (<code>--no-refresh</code> skips it). When a step\'s changes could not be written to a sheet, you are told, and that combatant is held: <code>resolve</code> keeps the encounter\'s copy of it until you have put the sheet right and run <code>refresh</code> (a write that failed here is tried again before each <code>resolve</code>, as long as the sheet still shows what it showed then; the hold ends when it lands). <code>!psi encounter status</code> asks the companion where the encounter stands, lists who is held, and resyncs; in revised-2e it also lists who may pay to close its mind this round (<code>declare --close</code>) and for how many PSPs: the GM reads every offer, a player only those of the minds it controls (an offer tells that a mind holds at least that many PSPs).</li>',
     '<li><code>!psi house</code> (GM): the house rules of the campaign\'s system (<code>--system S</code> for another), each with its text and a button for every other value; <code>--set H-2E-STUN=off</code> switches one, <code>--default H-2E-STUN</code> (or <code>ALL</code>) puts it back. The companion checks every change first; every request of that system then carries them, and an encounter keeps those it was created with.</li>',

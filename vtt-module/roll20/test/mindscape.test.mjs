@@ -614,7 +614,7 @@ test('a name every object inherits (constructor, toString, __proto__, hasOwnProp
     refusedPlainly(BOB, `!psi ${name}`, new RegExp(`unknown command "${name.toLowerCase()}"`));
     refusedPlainly(BOB, `!psi defend --req ${name} --mode none`, /there is no attack waiting with id .* Nothing was done\./);
     refusedPlainly(BOB, `!psi join --req ${name}`, /there is no attack waiting for a defense with id .* Nothing was changed\./);
-    refusedPlainly(GM, `!psi encounter ${name}`, /there is no current encounter/);
+    refusedPlainly(GM, `!psi encounter ${name}`, new RegExp(`unknown encounter command "${name}"; encounter wants one of create, add, declare`));
     refusedPlainly(GM, `!psi config --system ${name}`, /--system must be one of revised-2e, combat-strength, power-pool\./);
     refusedPlainly(GM, `!psi config --char ${ctx.ulcen.id} --system ${name}`, /--system must be one of/);
     refusedPlainly(GM, `!psi house --system ${name}`, /--system must be one of/);
@@ -2432,6 +2432,50 @@ test('--hpbar and --pspbar are checked campaign settings', () => {
   answer(ctx, req.id, exchangeResult(ctx, req.id, [{ character_id: ctx.gob[1].id, attributes: { HP: { current: 5 } } }]));
   assert.equal(valueOf(ctx, ctx.goblin.id, 'HP'), 5);
   assert.equal(ctx.gob[1].get('bar1_value'), '3');
+});
+
+test('an option naming one of a fixed set of words (--system, --adapter, --rollmode, --hpbar, --pspbar) takes it in any case and stores the word as listed; free text keeps its case', () => {
+  const ctx = campaign();
+  const config = () => plain(ctx.sb.state.Mindscape.config);
+  ctx.sb.chat({ playerid: GM, content: '!psi config --rollmode GM --hpbar NONE --pspbar 2' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /settings/);
+  assert.deepEqual([config().rollMode, config().hpBar, config().pspBar], ['gm', 'none', '2']);
+  ctx.sb.chat({ playerid: GM, content: '!psi config --rollmode Private --system Power-Pool --adapter ROLL20.Generic' });
+  assert.deepEqual([config().rollMode, config().system, config().adapter], ['private', 'power-pool', 'roll20.generic']);
+  ctx.sb.chat({ playerid: GM, content: `!psi config --char ${ctx.ulcen.id} --system COMBAT-STRENGTH --adapter Roll20.ADnD2e-Revised --attr psp=MyPSP` });
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.characters[ctx.ulcen.id]),
+    { system: 'combat-strength', adapter: 'roll20.adnd2e-revised', attributes: { psp: 'MyPSP' } });
+  // A word of no case is still refused, naming the words.
+  ctx.sb.chat({ playerid: GM, content: '!psi config --rollmode Loud' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /--rollmode must be one of public, gm, private\./);
+  assert.equal(config().rollMode, 'private');
+  ctx.sb.chat({ playerid: GM, content: '!psi house --system REVISED-2E' });
+  assert.deepEqual(plain(lastRequest(ctx.sb).body.params), { system: 'revised-2e' });
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter create --system Combat-Strength --name Night Raid' });
+  const create = lastRequest(ctx.sb).body;
+  assert.equal(create.method, 'encounter.create');
+  assert.deepEqual([create.params.system, create.params.name], ['combat-strength', 'Night Raid']);
+});
+
+test('an encounter command the script does not know is named as unknown, with the words it takes, whether or not an encounter is going on', () => {
+  const ctx = campaign();
+  const known = 'encounter wants one of create, add, declare, refresh, resolve, get, status, undo, end.';
+  for (const playerid of [GM, BOB]) {
+    ctx.sb.chat({ playerid, content: '!psi encounter Strat' });
+    const whisper = (playerid === GM ? whispersTo(ctx.sb, 'gm') : whispersTo(ctx.sb, 'Bob')).at(-1);
+    assert.match(whisper, new RegExp(`unknown encounter command "Strat"; ${known.replace(/\./g, '\\.')}`));
+    assert.doesNotMatch(whisper, /no current encounter/);
+  }
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /refused.*encounter wants one of create, add/);
+  assert.doesNotMatch(whispersTo(ctx.sb, 'gm').at(-1), /no current encounter|unknown encounter command/);
+  // A known one still says that there is no encounter.
+  ctx.sb.chat({ playerid: GM, content: '!psi encounter status' });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /there is no current encounter/);
+  assert.equal(requests(ctx.sb).length, 0);
+  const enc = encounterWithTwo();
+  enc.sb.chat({ playerid: GM, content: '!psi encounter strat' });
+  assert.match(whispersTo(enc.sb, 'gm').at(-1), /unknown encounter command "strat"; encounter wants one of create, add/);
 });
 
 test('the controllers of an unlinked token (its own and its character\'s) get the defense buttons and private cards', () => {

@@ -14,7 +14,7 @@ import pytest
 
 import adapters
 from engine import builtin_systems
-from engine.dice import dice_source
+from engine.dice import MAX_DICE_PER_POOL, dice_source
 from engine.errors import InvalidInput, json_text
 
 from .support import FIXTURES, apply_roll20, attr, load
@@ -1674,3 +1674,17 @@ def test_only_the_first_psi_attribute_of_a_name_and_a_pairs_maximum_are_read() -
     assert "conditions" not in read(("psi_conditions", "", "dazed"))
     assert read(("psi_psp", "", "7"))["psp_max"] == 7
     assert "psp_max" not in read(("psi_psp_max", "7", ""))
+
+
+def test_the_mod_scripts_pool_dice_limit_is_the_engines() -> None:
+    """Mindscape.js refuses ``--dice`` and ``--defense-dice`` above ``MAX_POOL_DICE``,
+    naming the option, where the companion would refuse the number alone: it must be the
+    engine's limit of dice per pool (``engine.dice.MAX_DICE_PER_POOL``), and 0 must be a
+    count the power-pool schemas take (a side may roll none of its pool)."""
+    script = MOD_SCRIPT.read_text(encoding="utf-8")
+    found = re.search(r"const MAX_POOL_DICE = (\d+);", script)
+    assert found, "Mindscape.js no longer has MAX_POOL_DICE"
+    assert int(found.group(1)) == MAX_DICE_PER_POOL
+    schema = builtin_systems()["power-pool"].request_schema()
+    for where in (schema["properties"]["attack"], schema["$defs"]["defense"]):
+        assert where["properties"]["pool_dice"] == {"type": "integer", "minimum": 0}

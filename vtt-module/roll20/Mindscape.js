@@ -70,6 +70,11 @@ var Mindscape = Mindscape || (() => {
   const BAR_SETTINGS = BARS.concat(['none']);
   const HELP_HANDOUT = 'Help: Mindscape';
   const ROLL_MODES = ['public', 'gm', 'private'];
+  // The most pool dice one side rolls (engine/dice.py MAX_DICE_PER_POOL; tests/adapters
+  // checks the two agree): --dice and --defense-dice above it are refused here, naming
+  // the option, where the companion's refusal would only give the number. 0 is a choice
+  // (seed 001: a side may roll only part of its pool, none to keep a die for control).
+  const MAX_POOL_DICE = 100;
   // Requests that change an encounter: after a timeout the companion may still have done
   // them, so the GM is sent to !psi encounter status rather than told to repeat them.
   const CHANGING_KINDS = ['encounter.create', 'encounter.add', 'encounter.refresh', 'encounter.declare', 'encounter.resolve', 'encounter.undo'];
@@ -1234,7 +1239,7 @@ var Mindscape = Mindscape || (() => {
     }
     if (args.has('dice')) {
       const dice = wholeNumber(args.get('dice'));
-      if (dice === null) return { error: '--dice must be a whole number of pool dice.' };
+      if (dice === null || dice > MAX_POOL_DICE) return { error: `--dice must be a whole number of pool dice from 0 to ${MAX_POOL_DICE}.` };
       attack.pool_dice = dice;
     }
     // power-pool: how control is kept if the attack wins (the companion's default: action).
@@ -1285,7 +1290,7 @@ var Mindscape = Mindscape || (() => {
     }
     if (args.has(diceKey)) {
       const dice = wholeNumber(args.get(diceKey));
-      if (dice === null) return { error: `--${diceKey} must be a whole number of pool dice.` };
+      if (dice === null || dice > MAX_POOL_DICE) return { error: `--${diceKey} must be a whole number of pool dice from 0 to ${MAX_POOL_DICE}.` };
       defense.pool_dice = dice;
     }
     return { defense: Object.keys(defense).length ? defense : null };
@@ -4171,7 +4176,7 @@ var Mindscape = Mindscape || (() => {
     `<h3>Mindscape v${version}</h3>`,
     '<p>Psionic combat resolved by the Mindscape companion on the GM\'s computer. The GM\'s browser must run the Mindscape Bridge userscript and <code>mindscape serve</code>.</p>',
     '<ul>',
-    '<li><code>!psi attack --target &#64;&#123;target&#124;token_id&#125; --mode ego-whip --mult 3 --range short</code>: the selected token attacks. The companion checks the attack first: one the attacker cannot make (too few PSPs, a multiplier above its level, a mode it does not know, pool dice beyond its pool, too little attack strength) is refused to you with the reason, and nobody is asked. Otherwise the defender\'s controllers (the GM for NPCs) get buttons to choose a defense in secret (also when the check gets no answer in time). Whoever controls the defender (or the GM) may add <code>--defense thought-shield</code> to settle it at once (power-pool: with the defender\'s <code>--defense-dice N</code> and <code>--sacrifice 3,1</code>). power-pool: <code>--dice N</code> rolls N of the attacker\'s pool dice; <code>--target</code> again for a psionic wave, one exchange in which each mind struck chooses its own defense (its buttons say <code>--for</code> whom); <code>--keep-by die|action</code>: how control is kept if the attack wins (default action); <code>--decline frightened</code> spares the target Subconscious Subversion\'s Fear (the attacker may choose); with <code>--defense imagination-swarm</code>, <code>--ally TOKEN</code> (repeatable) draws allied non-psionic creatures into the defense.</li>',
+    '<li><code>!psi attack --target &#64;&#123;target&#124;token_id&#125; --mode ego-whip --mult 3 --range short</code>: the selected token attacks. The companion checks the attack first: one the attacker cannot make (too few PSPs, a multiplier above its level, a mode it does not know, pool dice beyond its pool, too little attack strength) is refused to you with the reason, and nobody is asked. Otherwise the defender\'s controllers (the GM for NPCs) get buttons to choose a defense in secret (also when the check gets no answer in time). Whoever controls the defender (or the GM) may add <code>--defense thought-shield</code> to settle it at once (power-pool: with the defender\'s <code>--defense-dice N</code> and <code>--sacrifice 3,1</code>). power-pool: <code>--dice N</code> rolls N (0 to 100) of the attacker\'s pool dice; <code>--target</code> again for a psionic wave, one exchange in which each mind struck chooses its own defense (its buttons say <code>--for</code> whom); <code>--keep-by die|action</code>: how control is kept if the attack wins (default action); <code>--decline frightened</code> spares the target Subconscious Subversion\'s Fear (the attacker may choose); with <code>--defense imagination-swarm</code>, <code>--ally TOKEN</code> (repeatable) draws allied non-psionic creatures into the defense.</li>',
     '<li><code>!psi defend --req ID --mode thought-shield</code> (or <code>none</code>): what the buttons send. power-pool: <code>--dice N</code> (pool dice to roll) and <code>--sacrifice 3,1</code> (spell levels given up), with a mode or with <code>none</code>; <code>--mode imagination-swarm --ally &#64;&#123;target&#124;Ally&#124;token_id&#125;</code> (repeatable) draws allied non-psionic creatures into the defense, typed, since a button cannot pick tokens: each adds a die (its whole pool under H-PP-GROUP all-dice) and is dazed, and allies fall with the group. A psionic creature is not drawn in: it joins by its own choice (<code>!psi join</code>). In a psionic wave only the mind struck first draws allies in. When the companion refuses the allies or the defense (a psionic or mindless ally, a mode not known), nothing is written and the attack still waits: the defense buttons come again (a wave\'s minds all choose again).</li>',
     '<li>The defense buttons offer the modes the companion knows, read where it reads them: <code>psi_defenses</code> when it holds anything (in every system); else, with a generic mapping, the attribute it names for <code>defenses</code>; else, on the AD&amp;D 2E Revised sheet in revised-2e only, the psionic-defense rows. A list naming none of the system\'s modes knows none. Where nothing lists modes, revised-2e and power-pool know none (only No defense is offered) and a psionic combat-strength mind knows all five.</li>',
     '<li><code>!psi join --req ID</code> with a psionic creature\'s token selected (its controller or the GM; power-pool): while the defense against the attack waiting as ID is being chosen, the creature joins it by its own choice with Imagination Swarm, if it can see the ally attacked (seed 001). It rolls its own pool with the defending group and falls with it; in a psionic wave it joins the group of the mind struck first. The GM\'s whisper of the defense buttons has the id and a Join button; other players do not see it, so the GM tells them. Refused, and nothing changed, for the attacker, a creature struck already, one joined or drawn in already (of one that a wave\'s first mind drew in, its player learns only that it cannot join: the drawing in stays secret), one under psionic control, one that does not know Imagination Swarm (where the companion reads its modes, above), or a creature you do not control. Should the companion refuse the defense, those that joined stay joined, but one the refusal is about is left out. <code>!psi join --req ID --leave</code> takes a creature that joined out again (its controller or the GM).</li>',

@@ -1407,6 +1407,41 @@ test('a number in an option is digits only: an empty value, 0x3, 1e1 or 0b11 is 
   assert.deepEqual(plain(requests(ctx.sb).at(-1).body.params.attack), { mode: 'mental-stab', pool_dice: 2 });
 });
 
+test('power-pool: --dice and --defense-dice are pool dice from 0 to 100 (engine/dice.py MAX_DICE_PER_POOL), refused above, below or between, naming the option, nothing sent; 0 goes to the companion (a side may roll none of its pool)', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --system power-pool' });
+  const target = `--target ${ctx.tokens.fenka.id}`;
+  const refused = (playerid, content, pattern) => {
+    const before = requests(ctx.sb).length;
+    ctx.sb.chat({ playerid, selected: [ctx.tokens.ulcen.id], content });
+    const whisper = (playerid === GM ? whispersTo(ctx.sb, 'gm') : whispersTo(ctx.sb, 'Alice')).at(-1);
+    assert.match(whisper, pattern, content);
+    assert.equal(requests(ctx.sb).length, before, `${content} was sent`);
+  };
+  for (const bad of ['101', '-1', '1.5', '1000000']) {
+    refused(ALICE, `!psi attack ${target} --mode mental-stab --dice ${bad}`, /--dice must be a whole number of pool dice from 0 to 100\./);
+    refused(ALICE, `!psi odds ${target} --mode mental-stab --dice ${bad}`, /--dice must be a whole number of pool dice from 0 to 100\./);
+    refused(GM, `!psi attack ${target} --mode mental-stab --defense none --defense-dice ${bad}`, /--defense-dice must be a whole number of pool dice from 0 to 100\./);
+  }
+  for (const dice of ['0', '100']) {
+    ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi odds ${target} --mode mental-stab --dice ${dice} --defense none --defense-dice ${dice}` });
+    const params = plain(lastRequest(ctx.sb).body.params);
+    assert.deepEqual([params.attack.pool_dice, params.defense.pool_dice], [Number(dice), Number(dice)]);
+  }
+  // !psi defend's own --dice, and an encounter's declaration, are held to the same.
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack ${target} --mode mental-stab` });
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  const sent = requests(ctx.sb).length;
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode none --dice 101` });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /--dice must be a whole number of pool dice from 0 to 100\./);
+  assert.equal(requests(ctx.sb).length, sent);
+  const enc = encounterOf(ctx, [ctx.tokens.ulcen, ctx.tokens.fenka]);
+  const before = requests(enc.sb).length;
+  enc.sb.chat({ playerid: ALICE, selected: [enc.tokens.ulcen.id], content: `!psi encounter declare --attack mental-stab ${target} --dice 101` });
+  assert.match(whispersTo(enc.sb, 'Alice').at(-1), /--dice must be a whole number of pool dice from 0 to 100\./);
+  assert.equal(requests(enc.sb).length, before);
+});
+
 test('power-pool: no defense mode still rolls the pool, so its --dice and --sacrifice go along (an object without a mode); elsewhere they are refused, never dropped', () => {
   const ctx = campaign();
   ctx.sb.chat({ playerid: GM, content: '!psi config --system power-pool' });

@@ -151,9 +151,10 @@ var Mindscape = Mindscape || (() => {
     'repeating_psion-(?:psion-)?defense5_.+_psiondefending',
   ].join('|')})$`, 'i');
 
-  // The sheet's defense rows the adapter reads defense modes from (adapters/roll20.py
-  // _SECTIONS): the Psionics Revised tab's, the Psionics Core tab's Defense Modes.
+  // The sheet's defense and attack rows the adapter reads modes from (adapters/roll20.py
+  // _SECTIONS): the Psionics Revised tab's, the Psionics Core tab's Defense and Attack Modes.
   const DEFENSE_ROW = /^(?:psionic-defense-name|repeating_psionic-defenses_.+_psionic-defense-name|repeating_psion-(?:psion-)?defense5_.+_psiondefending)$/i;
+  const ATTACK_ROW = /^(?:psionic-attack-name|repeating_psionic-attacks_.+_psionic-attack-name|repeating_psion-(?:psion-)?attack5_.+_psionattacking)$/i;
 
   // The timeout of each request, by id: timers cannot survive a restart, so they are held
   // here while the requests themselves are kept in state (store().pending).
@@ -892,9 +893,10 @@ var Mindscape = Mindscape || (() => {
 
   // A sheet's defense mode names as the companion's adapters take them (adapters/core.py
   // ALIASES): "Shield Thoughts" is revised-2e's thought-shield, "Thought Shield"
-  // combat-strength's shield-thoughts. Only the defense aliases: the script reads no
-  // sheet's attack modes (knownDefenses is the one reader), and a mode typed in a command
-  // is the companion's mode id, as docs/ROLL20.md lists them, as the companion takes it.
+  // combat-strength's shield-thoughts. Only the defense aliases: the script reads a sheet's
+  // attack modes in revised-2e alone (hasPsionics), which has no attack alias, and a mode
+  // typed in a command is the companion's mode id, as docs/ROLL20.md lists them, as the
+  // companion takes it.
   const DEFENSE_ALIASES = {
     'revised-2e': { 'shield-thoughts': 'thought-shield', thoughtshield: 'thought-shield' },
     'combat-strength': { 'thought-shield': 'shield-thoughts' },
@@ -1056,13 +1058,29 @@ var Mindscape = Mindscape || (() => {
     const listed = storedField(sent, 'defenses');
     if (listed !== undefined) return known(storedNames(listed));
     if (system === 'revised-2e' && sent.adapter === 'roll20.adnd2e-revised') {
-      const attribs = sent.data.attribs;
-      // Of attributes sharing a name the first counts, as for any other.
-      const rows = attribs.filter((a, i) => DEFENSE_ROW.test(a.name)
-        && attribs.findIndex((b) => sameName(a.name, b.name)) === i && holds(a.current));
-      if (rows.length) return known(rows.map((a) => String(a.current)));
+      const rows = rowTexts(sent.data.attribs, DEFENSE_ROW);
+      if (rows.length) return known(rows);
     }
     return system === 'combat-strength' && psionicStrength(sent) ? all.slice() : [];
+  };
+
+  // The texts of the AD&D sheet's rows whose names `pattern` matches (DEFENSE_ROW,
+  // ATTACK_ROW) that hold something; of attributes sharing a name the first counts, as
+  // for any other.
+  const rowTexts = (attribs, pattern) => attribs.filter((a, i) => pattern.test(a.name)
+    && attribs.findIndex((b) => sameName(a.name, b.name)) === i && holds(a.current)).map((a) => String(a.current));
+
+  // Whether the AD&D sheet gives a revised-2e fighter a mode it knows: its psionic attack
+  // or defense rows name one, and no psi_attacks or psi_defenses stands in their place.
+  // With no PSPs and no psi_* state the companion takes such a fighter as nonpsionic and
+  // refuses it ("a nonpsionic mind knows no psionic modes"): hasPsionics sends it, so
+  // that the refusal names it for the GM.
+  const sheetKnowsModes = (ref) => {
+    const sent = combatantOf(ref);
+    if (sent.adapter !== 'roll20.adnd2e-revised' || systemOf(ref) !== 'revised-2e') return false;
+    if (knownDefenses(ref, 'revised-2e').length) return true;
+    if (storedField(sent, 'attacks') !== undefined) return false;
+    return rowTexts(sent.data.attribs, ATTACK_ROW).map(normaliseMode).some((mode) => SYSTEMS['revised-2e'].attacks.includes(mode));
   };
 
   // --------------------------------------------------------- requests out
@@ -2321,8 +2339,10 @@ var Mindscape = Mindscape || (() => {
   // own, psionic state in psi_* attributes (also a nonpsionic mind a psionic attack
   // dazed), PSPs on the AD&D sheet (read as to_int reads them; a box the companion
   // refuses, "1e1" or 20000, counts too: the fighter is sent, and the companion's refusal
-  // names the box for the GM to put right, where leaving it out would say nothing), or a
-  // psionic field its generic mapping names. Each attribute is read as the companion
+  // names the box for the GM to put right, where leaving it out would say nothing), in
+  // revised-2e an attack or defense row of the AD&D sheet naming a mode (sheetKnowsModes:
+  // with no PSPs the companion refuses it, naming it), or a psionic field its generic
+  // mapping names. Each attribute is read as the companion
   // reads it: the first of its name in any case, psi_* ones by the field each part keeps
   // (stateField), every value by psionicValue (no JSON null, no empty state, no default
   // closed mind: what the companion writes once a mind a psionic attack opened closes
@@ -2354,7 +2374,8 @@ var Mindscape = Mindscape || (() => {
       const read = sheetPoints(value);
       return read === null || read > 0;
     };
-    return ['PSP', 'PSP_max'].map(first).some((a) => a !== undefined && (points(a.current) || points(a.max)));
+    return ['PSP', 'PSP_max'].map(first).some((a) => a !== undefined && (points(a.current) || points(a.max)))
+      || sheetKnowsModes(ref);
   };
 
   // Whether the companion is asked, before a round's end, whether a fighter's mind may

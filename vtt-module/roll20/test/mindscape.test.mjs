@@ -2657,11 +2657,19 @@ const roundOfUlcenAndFenka = (ctx) => {
   return roundRefs(lastRequest(ctx.sb));
 };
 
-// Fenka without PSPs, so that only an attribute a test gives her decides whether a round's
-// end sends her: `(name, current)` is what roundOfUlcenAndFenka sends with that one
-// attribute added to her (and taken away after).
-const withOneAttribute = (ctx) => {
+// Fenka with nothing psionic: no PSPs, and no defense rows either (rows naming modes
+// would send her, for the companion to refuse a nonpsionic mind that knows modes).
+const fenkaWithoutPsionics = (ctx) => {
   ctx.sb.attribute(ctx.fenka.id, 'PSP').set({ current: '0', max: '0' });
+  ['repeating_psionic-defenses_-Md2_psionic-defense-name', 'repeating_psionic-defenses_-Md3_psionic-defense-name']
+    .forEach((name) => ctx.sb.attribute(ctx.fenka.id, name).remove());
+};
+
+// Fenka with nothing psionic, so that only an attribute a test gives her decides whether
+// a round's end sends her: `(name, current)` is what roundOfUlcenAndFenka sends with
+// that one attribute added to her (and taken away after).
+const withOneAttribute = (ctx) => {
+  fenkaWithoutPsionics(ctx);
   return (name, current) => {
     const attr = ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name, current, max: '' });
     const refs = roundOfUlcenAndFenka(ctx);
@@ -3396,7 +3404,7 @@ test('a round\'s end takes a fighter by a psi_* attribute with only a maximum, a
   ctx.sb.attribute(ctx.ulcen.id, 'PSP').set({ current: '0' });
   ctx.sb.attribute(ctx.ulcen.id, 'psi_mind').set({ current: '' });
   ctx.sb.add('attribute', { _characterid: ctx.ogre.id, name: 'psi_pool', current: '', max: '3' });
-  ctx.sb.attribute(ctx.fenka.id, 'PSP').set({ current: '0', max: '0' });
+  fenkaWithoutPsionics(ctx);
   ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_conditions', current: '  ', max: '' });
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id, ctx.tokens.ogre.id], content: '!psi round' });
   assert.deepEqual(roundRefs(lastRequest(ctx.sb)), [ctx.ulcen.id, ctx.tokens.ogre.id]);
@@ -3406,8 +3414,8 @@ test('a round\'s end takes a fighter by a psi_* attribute with only a maximum, a
 test('a round\'s end reads each attribute as the companion does: the first of its name in any case, a psi_* attribute\'s maximum only where it keeps a field (psi_pool, psi_psp ...)', () => {
   const ctx = campaign();
   const round = () => roundOfUlcenAndFenka(ctx);
-  // Fenka has no psi_* state and no PSPs: only what is added below decides.
-  ctx.sb.attribute(ctx.fenka.id, 'PSP').set({ current: '0', max: '0' });
+  // Fenka has no psi_* state, no PSPs and no defense rows: only what is added below decides.
+  fenkaWithoutPsionics(ctx);
   const added = [];
   const add = (name, current, max = '') => added.push(ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name, current, max }));
   const clear = () => added.splice(0).forEach((a) => a.remove());
@@ -3500,9 +3508,49 @@ test('a round\'s end sends a fighter whose psi_* state, no state in itself, is p
   }
 });
 
-test('a nonpsionic fighter whose mind a psionic attack opened takes part in round\'s ends until the companion writes it closed, and is left out after', () => {
+test('revised-2e: a fighter with no PSPs whose AD&D sheet rows name a psionic mode is sent at a round\'s end and a rest, so that the companion\'s refusal (a nonpsionic mind knows no psionic modes) names it; rows naming no mode, rows a psi_* list stands in for, and other systems leave it out', () => {
   const ctx = campaign();
   ctx.sb.attribute(ctx.fenka.id, 'PSP').set({ current: '0', max: '0' });
+  // Fenka's defense rows (Mental Barrier, Mind Blank) with no PSPs: the companion's refusal,
+  // as it answers this very request, names her to the GM.
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
+  const req = lastRequest(ctx.sb);
+  assert.deepEqual(roundRefs(req), [ctx.ulcen.id, ctx.fenka.id]);
+  answer(ctx, req.id, { jsonrpc: '2.0', id: req.id, error: { code: -32602, message: 'Invalid params', data: { errors: [{ path: '/combatants/1/defenses', message: 'a nonpsionic mind knows no psionic modes' }] } } });
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Fenka&#39;s defenses: a nonpsionic mind knows no psionic modes\.<br>Nothing was changed: the round has not ended/);
+  ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi rest --hours 8' });
+  assert.deepEqual(roundRefs(lastRequest(ctx.sb)), [ctx.ulcen.id, ctx.fenka.id]);
+  // An attack row alone counts too, in either tab, in any case of its name.
+  const rows = ['repeating_psionic-defenses_-Md2_psionic-defense-name', 'repeating_psionic-defenses_-Md3_psionic-defense-name'];
+  rows.forEach((name) => ctx.sb.attribute(ctx.fenka.id, name).remove());
+  assert.deepEqual(roundOfUlcenAndFenka(ctx), [ctx.ulcen.id]);
+  for (const [name, text] of [['repeating_psionic-attacks_-Mb1_psionic-attack-name', 'Mind Thrust'], ['REPEATING_PSION-ATTACK5_-Mb2_PSIONATTACKING', 'psychic crush']]) {
+    const row = ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name, current: text, max: '' });
+    assert.deepEqual(roundOfUlcenAndFenka(ctx), [ctx.ulcen.id, ctx.fenka.id], name);
+    row.remove();
+  }
+  // A row naming no revised-2e mode the adapter ignores (with a warning): she stays out.
+  const fireball = ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'repeating_psionic-attacks_-Mb3_psionic-attack-name', current: 'Fireball', max: '' });
+  assert.deepEqual(roundOfUlcenAndFenka(ctx), [ctx.ulcen.id]);
+  assert.ok(whispersTo(ctx.sb, 'gm').some((w) => /Left out: Fenka \(nothing psionic\)/.test(w)));
+  fireball.remove();
+  // psi_attacks of only spaces is a list naming no mode, which the adapter reads in the rows' place.
+  ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'repeating_psionic-attacks_-Mb4_psionic-attack-name', current: 'Ego Whip', max: '' });
+  const listed = ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_attacks', current: '  ', max: '' });
+  assert.deepEqual(roundOfUlcenAndFenka(ctx), [ctx.ulcen.id]);
+  listed.remove();
+  assert.deepEqual(roundOfUlcenAndFenka(ctx), [ctx.ulcen.id, ctx.fenka.id]);
+  // power-pool and combat-strength read no rows: the companion takes her as nonpsionic.
+  for (const system of ['power-pool', 'combat-strength']) {
+    ctx.sb.chat({ playerid: GM, content: `!psi config --system ${system}` });
+    ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.fenka.id], content: '!psi round' });
+    assert.match(whispersTo(ctx.sb, 'gm').at(-1), /none of the selected tokens represents a character with psionics/, system);
+  }
+});
+
+test('a nonpsionic fighter whose mind a psionic attack opened takes part in round\'s ends until the companion writes it closed, and is left out after', () => {
+  const ctx = campaign();
+  fenkaWithoutPsionics(ctx);
   ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'psi_mind', current: '{"state":"open","opened_by":"attack","locked_rounds":0,"last_defense":null,"used_power":false,"may_pay_to_close":false,"rounds_open":1}', max: '' });
   ctx.sb.chat({ playerid: GM, selected: [ctx.tokens.ulcen.id, ctx.tokens.fenka.id], content: '!psi round' });
   const req = lastRequest(ctx.sb);
@@ -3555,7 +3603,8 @@ test('with the generic adapter a mapped psionic field is read from the first att
 test('a round\'s end reads the sheet\'s PSPs as the companion reads a number (to_int): PSPs in another script\'s digits count; a PSP box the companion refuses ("1e1", "0x10", "5.0", above 10000) sends its fighter all the same, for the companion\'s refusal to name the box', () => {
   const ctx = campaign();
   const round = () => roundOfUlcenAndFenka(ctx);
-  // Fenka has no psi_* state: only its PSP box decides.
+  // Fenka has no psi_* state and no defense rows: only its PSP box decides.
+  fenkaWithoutPsionics(ctx);
   const psp = ctx.sb.attribute(ctx.fenka.id, 'PSP');
   for (const [current, max] of [['\uff13\uff10', ''], ['', '\u0663'], ['+\u{1d7fb}', '']]) {
     psp.set({ current, max });

@@ -64,6 +64,7 @@ _HP_TEMP: Final = "system.attributes.hp.temp"
 #: ARS's lowest hit points for an actor (its own damage stops there: 0 as the template
 #: and a placed NPC token have it, −10 where a GM plays death at −10)
 _ARS_HP_MIN: Final = "system.attributes.hp.min"
+_ARS_HP_MAX: Final = "system.attributes.hp.max"
 #: what every Foundry adapter reads of an actor besides its sheet and psionic state
 _ACTOR_PATHS: Final = ("_id", "name", "type", "_stats.systemId")
 #: the adapter made for each Foundry game system (its id, as ``_stats.systemId`` of an
@@ -854,7 +855,7 @@ class Ars(FoundryAdapter):
     sheet_paths = (*(f"system.abilities.{key}.value" for key in ("int", "wis", "con")),
                    "system.intelligence", "system.hitdice", "system.attributes.level.value",
                    "system.saves.paralyzation.value", "system.attributes.hp.value",
-                   _ARS_HP_MIN)
+                   _ARS_HP_MAX, _ARS_HP_MIN)
     reads_class_items = True
 
     def class_item(self, item: Mapping[str, Any]) -> dict[str, Any]:
@@ -919,8 +920,19 @@ class Ars(FoundryAdapter):
         save, save_path = dig(system_data, "saves.paralyzation.value", base)
         draft.put("save_paralyzation", to_int(save, save_path, 1, 20),
                   Binding("", writable=False))
-        hp, hp_path = dig(system_data, "attributes.hp.value", base)
-        draft.put("hp", to_int(hp, hp_path, -10_000, 1_000_000), Binding(_HP_VALUE))
+        hp_value, hp_path = dig(system_data, "attributes.hp.value", base)
+        hp = to_int(hp_value, hp_path, -10_000, 1_000_000)
+        draft.put("hp", hp, Binding(_HP_VALUE))
+        hp_max, hp_max_path = dig(system_data, "attributes.hp.max", base)
+        if to_int(hp_max, hp_max_path, 0, 1_000_000) == 0 and hp == 0 \
+                and "hp" in FIELDS[draft.system]:
+            # ARS creates every actor with hit points 0 of 0 (its template) and fills
+            # them in only when they are rolled: such a creature is not wounded to 0 but
+            # has none on its sheet yet, and the engine counts it down. Said, not guessed
+            # (hit points are read from the sheet only: the store cannot set them).
+            draft.warn("no hit points on the sheet yet (system.attributes.hp.value and "
+                       ".max are both 0): it comes in with 0 hit points, down; roll or "
+                       "enter them on the sheet")
         hp_min, hp_min_path = dig(system_data, "attributes.hp.min", base)
         to_int(hp_min, hp_min_path, -10_000, 1_000_000)  # checked here, used by places
         draft.put("level", level, Binding("", writable=False))

@@ -63,15 +63,19 @@ def test_the_5x_aboleth_is_a_monster_of_20_hit_dice_with_con_15() -> None:
 
 
 def test_ars_default_npc_reads_the_templates_scores_save_and_hit_points() -> None:
-    """The ARS template's NPC: abilities 10, saves.paralyzation 20, hp.value 0, hitdice
-    "1", intelligence "" (a blank line: no Intelligence, so nothing is said of it)."""
+    """The ARS template's NPC: abilities 10, saves.paralyzation 20, hp.value 0 of hp.max
+    0 (not rolled yet: said, as it comes in down), hitdice "1", intelligence "" (a blank
+    line: no Intelligence, so nothing is said of it)."""
     npc = template_actor("foundry/ars/template.json", "npc", "arsNpc0000000001", "Orc")
     got = ARS.import_(npc, "revised-2e")
     c = got.combatant
     assert (c["int"], c["wis"], c["con"], c["save_paralyzation"], c["hp"]) == \
         (10, 10, 10, 20, 0)
     assert (c["level"], c["class_group"]) == (1, "monster")
-    assert got.warnings == ("no psionic state recorded; taken as nonpsionic",)
+    assert got.warnings == (
+        "no hit points on the sheet yet (system.attributes.hp.value and .max are both 0): "
+        "it comes in with 0 hit points, down; roll or enter them on the sheet",
+        "no psionic state recorded; taken as nonpsionic")
 
 
 def test_the_ilaris_export_read_as_an_adnd_2e_revised_sheet_says_what_it_lacks() -> None:

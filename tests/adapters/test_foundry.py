@@ -1132,6 +1132,41 @@ def test_ars_npc_hit_dice_from_hitdice_text() -> None:
     assert (c["level"], c["class_group"]) == (3, "monster")
 
 
+NO_HIT_POINTS = ("no hit points on the sheet yet (system.attributes.hp.value and .max are "
+                 "both 0): it comes in with 0 hit points, down; roll or enter them on the "
+                 "sheet")
+
+
+def test_an_ars_actor_whose_hit_points_are_not_rolled_comes_in_down_said() -> None:
+    """ARS creates an actor with hit points 0 of 0 (the template's ``attributes.hp``) and
+    fills them in when they are rolled: imported as they stand the creature is down
+    (COMBATANTS.md ``hp``: at 0 or fewer), so the GM is told, in each system with hit
+    points, naming the sheet's place. None are made up (hit points are the sheet's
+    only). A creature wounded to 0 of a maximum, or with hit points and no maximum, is
+    not such a sheet: nothing said."""
+    npc = template_actor("foundry/ars/template.json", "npc", "arsNpc0000000001", "Orc")
+    character = template_actor("foundry/ars/template.json", "character", "arsChar000000001",
+                               "Ars")
+    for actor in (npc, character):
+        for system in ("revised-2e", "power-pool"):
+            got = ARS.import_(actor, system)
+            assert got.combatant["hp"] == 0
+            assert NO_HIT_POINTS in got.warnings, got.warnings
+            assert ARS.import_(ARS.trimmed(actor, system), system) == got
+        assert not any("hit points" in w
+                       for w in ARS.import_(actor, "combat-strength").warnings)
+    npc["system"]["attributes"]["hp"].update(value=0, max=9)
+    got = ARS.import_(npc, "revised-2e")
+    assert got.combatant["hp"] == 0 and not any("hit points" in w for w in got.warnings)
+    npc["system"]["attributes"]["hp"].update(value=7, max=0)  # a max ARS left behind
+    got = ARS.import_(npc, "revised-2e")
+    assert got.combatant["hp"] == 7 and not any("hit points" in w for w in got.warnings)
+    npc["system"]["attributes"]["hp"]["max"] = "many"
+    with pytest.raises(InvalidInput) as err:
+        ARS.import_(npc, "revised-2e")
+    assert err.value.problems[0].path == "/system/attributes/hp/max"
+
+
 @pytest.mark.parametrize(("adapter", "kind"), [(DND5E, "vehicle"), (DND5E, "group"),
                                                (OSE, "npc"), (OSE, None)])
 def test_a_dnd5e_or_ose_actor_of_another_type_has_no_mind(

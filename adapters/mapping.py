@@ -143,6 +143,18 @@ def read_mapped(draft: Draft, name: str, source: Source, value: Any, path: str,
         score(draft, name, None, path, default=10, where=source.path)
     else:
         draft.bind(name, binding)
+        if value is None and name in _COUNTED:
+            # The other adapters say when the sheet gives no level, Hit Dice or hit die
+            # (and assume one); a mapping assumes nothing, but says so as well, naming
+            # its path: the engine refuses a power pool without them. Withdrawn when the
+            # state store sets the field, as those warnings are.
+            draft.warn_for(name, f"no {name} in {source.path} (the mapping gives no "
+                           "default); left out")
+
+
+#: the fields whose mapped path holding nothing is said (``read_mapped``): the level or
+#: Hit Dice and the hit die, which the adapters that know a sheet warn of when missing
+_COUNTED = frozenset({"level", "hit_dice", "die"})
 
 
 #: the fields each ``parse`` other than ``value`` may read (any field: not listed)

@@ -436,6 +436,50 @@ def test_a_hit_die_source_holding_a_bare_number_reads_it_as_the_die_size() -> No
         in got.warnings
 
 
+@pytest.mark.parametrize("held", [None, "", "absent"])
+def test_a_mapped_hit_dice_or_die_path_holding_nothing_is_said(held: Any) -> None:
+    """docs/ADAPTERS.md (mapping files): a mapped level, Hit Dice or hit die whose path
+    holds nothing (absent, null or "") and that has no default is left out with a
+    warning naming the path, as a mapped score is said (the engine then refuses a power
+    pool without it); none when a default fills it, and withdrawn when the state store
+    sets the field."""
+    mapping = {"version": 1, "fields": {"hit_dice": {"path": "system.hd",
+                                                     "parse": "dice-count"},
+                                        "die": "system.die", "level": "system.lvl"}}
+    empty = {} if held == "absent" else {"hd": held, "die": held}  # aboleth has neither
+    data = generic_actor(mapping, **empty)
+    got = FOUNDRY_GENERIC.import_(data, "power-pool")
+    said = {"no hit_dice in system.hd (the mapping gives no default); left out",
+            "no die in system.die (the mapping gives no default); left out"}
+    assert "hit_dice" not in got.combatant and "die" not in got.combatant
+    assert said <= set(got.warnings), got.warnings
+    with pytest.raises(InvalidInput):
+        builtin_systems()["power-pool"].combatant(got.combatant)
+    assert "no level in system.lvl (the mapping gives no default); left out" in \
+        FOUNDRY_GENERIC.import_(data, "revised-2e").warnings
+    data["actor"]["flags"] = {"mindscape": {"power-pool": {"hit_dice": 4, "die": 6}}}
+    got = FOUNDRY_GENERIC.import_(data, "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (4, 6)
+    assert not said & set(got.warnings), got.warnings
+    mapping["fields"]["hit_dice"]["default"] = 2
+    got = FOUNDRY_GENERIC.import_(generic_actor(mapping, **{**empty, "die": 8}),
+                                  "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (2, 8)
+    assert not any("left out" in w for w in got.warnings), got.warnings
+    roll20 = {"mapping": {"version": 1, "fields": {
+                  "hit_dice": {"path": "HD|max", "parse": "dice-count"},
+                  "die": {"path": "HD", "parse": "hit-die"}}},
+              "character": {"id": "c1", "name": "Kel", "attribs": [] if held == "absent"
+                            else [{"name": "HD", "current": held, "max": held}]}}
+    got = ROLL20_GENERIC.import_(roll20, "power-pool")
+    assert {"no hit_dice in HD|max (the mapping gives no default); left out",
+            "no die in HD (the mapping gives no default); left out"} <= set(got.warnings)
+    roll20["character"]["attribs"].append({"name": "psi_pool", "current": 3, "max": 3})
+    roll20["character"]["attribs"].append({"name": "psi_die", "current": 8})
+    assert not any("left out" in w
+                   for w in ROLL20_GENERIC.import_(roll20, "power-pool").warnings)
+
+
 def test_a_mapped_intelligence_source_reads_a_stat_blocks_words() -> None:
     """docs/ADAPTERS.md: `parse: "intelligence"` reads a monster's Intelligence text as
     the monster adapters do, a number as a score, and text that is none as a missing

@@ -674,6 +674,10 @@ class Draft:
     #: name, as the Foundry adapters' other warnings give it); Roll20 quotes the text of
     #: its class boxes, as its other warnings do
     class_text: Callable[[str], str] = str
+    #: why no class group was read, as ``finish``'s warning gives it: the adapters that
+    #: know a sheet read it from a class name; a mapping reads ``class_group`` from the
+    #: path it names, if any (``read_mapped``)
+    class_unread: str = "no class name it knows"
     #: the warnings ``warn_for`` gave about how the sheet's data gave a field (a hit die
     #: assumed, or chosen among classes), by field: ``read_state`` withdraws them when
     #: the psionic state store sets that field, as none of that is then used
@@ -919,7 +923,7 @@ def finish(draft: Draft, npc: bool) -> None:
         elif "class_group" not in f and not best:
             # The engine then takes psionicist for a psionicist, else warrior: say so, as
             # the group sets the saving throw (and so the open mind's save) it uses.
-            draft.warn("no class group read from the sheet (no class name it knows); the "
+            draft.warn(f"no class group read from the sheet ({draft.class_unread}); the "
                        "engine takes psionicist for a psionicist, else warrior (for its "
                        f"save vs. paralyzation); {draft.store('class_group')} sets it")
     elif draft.system == "combat-strength":

@@ -123,6 +123,10 @@ class Mapping:
         return merged
 
 
+#: why a mapping read no class group when it names no place for one (``Draft.class_unread``)
+UNMAPPED_CLASS_GROUP = "the mapping names no class_group"
+
+
 def read_mapped(draft: Draft, name: str, source: Source, value: Any, path: str,
                 binding: Binding) -> None:
     """Read one mapped field into ``draft``: the ``value`` found at its ``path``, else
@@ -143,6 +147,8 @@ def read_mapped(draft: Draft, name: str, source: Source, value: Any, path: str,
         score(draft, name, None, path, default=10, where=source.path)
     else:
         draft.bind(name, binding)
+        if name == "class_group":
+            draft.class_unread = f"nothing in {source.path}, where the mapping reads it"
         if value is None and name in _COUNTED:
             # The other adapters say when the sheet gives no level, Hit Dice or hit die
             # (and assume one); a mapping assumes nothing, but says so as well, naming

@@ -480,6 +480,47 @@ def test_a_mapped_hit_dice_or_die_path_holding_nothing_is_said(held: Any) -> Non
                    for w in ROLL20_GENERIC.import_(roll20, "power-pool").warnings)
 
 
+NO_GROUP = ("no class group read from the sheet ({}); the engine takes psionicist for a "
+            "psionicist, else warrior (for its save vs. paralyzation); {} sets it")
+
+
+def test_a_mappings_class_group_warning_says_whether_it_maps_one() -> None:
+    """docs/ADAPTERS.md: a character given no class group is left to the engine with a
+    warning saying why. A mapping reads no class name, only a ``class_group`` path (a
+    value no group names is refused there), so the warning says whether it names none
+    or its path holds nothing; the adapters that know a sheet read a class name."""
+    mapping: dict[str, Any] = {"version": 1, "fields": {"int": "system.abilities.int.value"}}
+    data = generic_actor(mapping)
+    data["actor"]["type"] = "character"
+    store = "flags.mindscape.revised-2e.class_group"
+    assert NO_GROUP.format("the mapping names no class_group", store) in \
+        FOUNDRY_GENERIC.import_(data, "revised-2e").warnings
+    mapping["systems"] = {"revised-2e": {"class_group": "system.details.group"}}
+    for held in (None, ""):
+        data["actor"]["system"]["details"]["group"] = held
+        assert NO_GROUP.format("nothing in system.details.group, where the mapping reads "
+                               "it", store) in \
+            FOUNDRY_GENERIC.import_(data, "revised-2e").warnings
+    data["actor"]["system"]["details"]["group"] = "priest"
+    got = FOUNDRY_GENERIC.import_(data, "revised-2e")
+    assert got.combatant["class_group"] == "priest"
+    assert not any("class group" in w for w in got.warnings)
+    roll20 = {"mapping": {"version": 1, "fields": {"psp": "PSP"}},
+              "character": {"id": "c1", "name": "Kel", "attribs": [
+                  {"name": "PSP", "current": "20", "max": "20"},
+                  {"name": "Group", "current": ""}]}}
+    assert NO_GROUP.format("the mapping names no class_group", "psi_class_group") in \
+        ROLL20_GENERIC.import_(roll20, "revised-2e").warnings
+    roll20["mapping"]["fields"]["class_group"] = "Group"
+    assert NO_GROUP.format("nothing in Group, where the mapping reads it",
+                           "psi_class_group") in \
+        ROLL20_GENERIC.import_(roll20, "revised-2e").warnings
+    sheet = {"id": "c2", "name": "Ona", "attribs": [
+        {"name": "level-class1", "current": "3"}, {"name": "class1", "current": "Mystic"}]}
+    assert NO_GROUP.format("no class name it knows", "psi_class_group") in \
+        SHEET.import_(sheet, "revised-2e").warnings
+
+
 def test_a_mapped_intelligence_source_reads_a_stat_blocks_words() -> None:
     """docs/ADAPTERS.md: `parse: "intelligence"` reads a monster's Intelligence text as
     the monster adapters do, a number as a score, and text that is none as a missing

@@ -597,9 +597,17 @@ class Adnd2eRevised(Roll20Adapter):
                        f"the one shown ({_PAGE}): read as a character, the Hit Dice "
                        "ignored")
         if not levels:
-            where = (f"no Hit Dice ({_HIT_DICE}) on the Monster Sheet" if shown
-                     else f"no class level (level-class1..) nor Hit Dice ({_HIT_DICE})")
-            draft.warn_level(f"{where}; taken as 1")
+            if shown:
+                # The page shown is all that makes it a monster, so this warning explains
+                # revised-2e's class group "monster" too: it stays until the store sets
+                # the class group as well as the level (as the one naming the class taken
+                # of several does).
+                draft.warn_level(f"no Hit Dice ({_HIT_DICE}) on the Monster Sheet, the page "
+                                 f"shown ({char.spelled(_PAGE)} = 2): read as a monster, "
+                                 "taken as 1", "class_group")
+            else:
+                draft.warn_level(f"no class level (level-class1..) nor Hit Dice "
+                                 f"({_HIT_DICE}); taken as 1")
             return 1, shown, None
         if shown:
             # Said, as the page shown is the one hint of a monster the sheet gives.

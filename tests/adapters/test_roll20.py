@@ -1040,6 +1040,10 @@ def test_a_character_left_on_the_monster_page_without_hit_dice_is_still_a_charac
     assert SHEET.import_(SHEET.trimmed(data, "revised-2e"), "revised-2e") == got
 
 
+MONSTER_PAGE_ONLY = ("no Hit Dice (hitdice) on the Monster Sheet, the page shown (tab11 = 2): "
+                     "read as a monster, taken as 1")
+
+
 def test_a_sheet_on_the_monster_page_with_neither_hit_dice_nor_class_levels_is_a_monster(
         ) -> None:
     """With neither Hit Dice nor a class level the page shown is the only hint the sheet
@@ -1050,11 +1054,37 @@ def test_a_sheet_on_the_monster_page_with_neither_hit_dice_nor_class_levels_is_a
     got = SHEET.import_(data, "revised-2e")
     assert (got.combatant["level"], got.combatant["class_group"], got.combatant["int"]) == \
         (1, "monster", 17)
-    assert "no Hit Dice (hitdice) on the Monster Sheet; taken as 1" in got.warnings
+    assert MONSTER_PAGE_ONLY in got.warnings
     data["attribs"] = [row for row in data["attribs"] if row["name"] != "tab11"]
     got = SHEET.import_(data, "revised-2e")
     assert got.combatant["level"] == 1 and "class_group" not in got.combatant
     assert "no class level (level-class1..) nor Hit Dice (hitdice); taken as 1" in got.warnings
+
+
+@pytest.mark.parametrize("intelligence", ["", "Genius"])
+def test_a_monster_read_from_the_page_alone_is_said_until_the_store_sets_its_class_group(
+        intelligence: str) -> None:
+    """docs/ADAPTERS.md: the warning that a sheet of neither Hit Dice nor class levels is
+    read as a monster because the Monster Sheet page is shown also explains revised-2e's
+    class group "monster", so it stays when the state store sets only the level (its
+    Monster Intelligence box, empty or not, says nothing of the group) and goes once the
+    store sets the class group too; in power-pool, with no class group, it goes with
+    the store's Hit Dice."""
+    data = monster(tab11="2", monsterintelligence=intelligence)
+    data["attribs"] = [row for row in data["attribs"] if row["name"] != "hitdice"]
+    data["attribs"].append({"name": "psi_level", "current": "3", "max": ""})
+    got = SHEET.import_(data, "revised-2e")
+    assert (got.combatant["level"], got.combatant["class_group"]) == (3, "monster")
+    assert MONSTER_PAGE_ONLY in got.warnings
+    data["attribs"].append({"name": "psi_class_group", "current": "warrior", "max": ""})
+    got = SHEET.import_(data, "revised-2e")
+    assert (got.combatant["level"], got.combatant["class_group"]) == (3, "warrior")
+    assert MONSTER_PAGE_ONLY not in got.warnings
+    data["attribs"] = [row for row in data["attribs"] if row["name"] != "psi_level"]
+    assert MONSTER_PAGE_ONLY in SHEET.import_(data, "revised-2e").warnings
+    data["attribs"].append({"name": "psi_pool", "current": "3", "max": "3"})
+    got = SHEET.import_(data, "power-pool")
+    assert got.combatant["hit_dice"] == 3 and MONSTER_PAGE_ONLY not in got.warnings
 
 
 ROW = "repeating_psionic-attacks_-MzRowAtk00000001"

@@ -565,6 +565,15 @@ def call(args: argparse.Namespace) -> int:
     import urllib.error
     import urllib.request
 
+    try:
+        args.method.encode("utf-8")
+    except UnicodeEncodeError:
+        # A byte of the command line that is not UTF-8 (Python keeps it as a lone
+        # surrogate): sent, it made JSON that the daemon refuses as a parse error, which
+        # named neither the method nor the byte.
+        shown = os.fsencode(args.method).decode("utf-8", "backslashreplace")
+        return _fail(f"the method name {shown} is not text (it holds bytes that are not "
+                     "UTF-8); give a method's name, such as companion.info", FAILED)
     message: dict[str, Any] = {"jsonrpc": "2.0", "method": args.method,
                                "id": int(time.time() * 1000)}
     if args.params is not None:

@@ -674,6 +674,26 @@ def test_call_follows_no_redirect_and_sends_the_token_nowhere_else(
         "which the companion never sends and call does not follow")
 
 
+def test_a_method_name_that_is_not_utf8_is_refused_before_sending(
+        recording: Callable[[str], tuple[str, list[tuple[str, str, str]]]],
+        tmp_path: Path) -> None:
+    """docs/API.md: what `call` cannot send as asked is one line on stderr, exit 2,
+    nothing sent. Audit: a method name with a byte that is not UTF-8 (`mindscape call
+    $'dice\\xff'`) was sent as a lone surrogate, which the daemon's parser refuses:
+    the user got `{"code": -32700, "message": "Parse error"}` and status 1, naming
+    neither the method nor the byte."""
+    listener, asked = recording("")
+    home = str(tmp_path)
+    subprocess.run([*MINDSCAPE, "token", "--home", home], capture_output=True,
+                   check=True, timeout=60)
+    done = subprocess.run([*MINDSCAPE, "call", b"dice\xff", "--home", home,
+                           "--url", listener], capture_output=True, timeout=60)
+    assert (done.returncode, done.stdout, asked) == (2, b"", [])
+    assert done.stderr == (b"mindscape: the method name dice\\xff is not text (it holds "
+                           b"bytes that are not UTF-8); give a method's name, such as "
+                           b"companion.info\n")
+
+
 def test_call_goes_straight_to_the_companion_whatever_proxy_the_environment_names(
         recording: Callable[[str], tuple[str, list[tuple[str, str, str]]]],
         tmp_path: Path, capsys: pytest.CaptureFixture[str],

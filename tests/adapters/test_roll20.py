@@ -1718,3 +1718,44 @@ def test_the_mod_scripts_pool_dice_limit_is_the_engines() -> None:
     schema = builtin_systems()["power-pool"].request_schema()
     for where in (schema["properties"]["attack"], schema["$defs"]["defense"]):
         assert where["properties"]["pool_dice"] == {"type": "integer", "minimum": 0}
+
+
+def test_the_mod_script_reads_a_mode_name_as_mode_id_does_with_the_same_aliases() -> None:
+    """Mindscape.js ``normaliseMode`` reads a sheet's mode names (the defense buttons'
+    ``knownDefenses``, a round's end's ``sheetKnowsModes``) as ``adapters.core.mode_id``
+    does: NFKC, stripped, lower case, each run of characters other than a-z and 0-9 one
+    hyphen, none at the ends. It dropped digits, so a row "Ego Whip 2" named ego-whip
+    for the script and no mode for the companion. Its ``DEFENSE_ALIASES`` are the
+    adapters' ``ALIASES`` that name a defense; the revised-2e ones, the only system whose
+    attack rows the script reads, name no attack."""
+    script = MOD_SCRIPT.read_text(encoding="utf-8")
+    found = re.search(r"const normaliseMode = \(text\) => String\(text \|\| ''\)"
+                      r"\.normalize\('NFKC'\)\.trim\(\)\.toLowerCase\(\)"
+                      r"\.replace\(/(\[[^\]]*\]\+)/g, '-'\)\.replace\(/\^-\|-\$/g, ''\);",
+                      script)
+    assert found, "Mindscape.js no longer has normaliseMode in the shape read here"
+    runs = re.compile(found.group(1))
+
+    def normalise_mode(text: str) -> str:
+        # JavaScript's trim() and str.strip() differ only in characters the runs take.
+        lowered = unicodedata.normalize("NFKC", text).strip().lower()
+        return runs.sub("-", lowered).removeprefix("-").removesuffix("-")
+
+    names = ["Ego Whip 2", "Mind Blank 2", "2 Mind Thrust", "ＥＧＯ ＷＨＩＰ",
+             "Ｍｉｎｄ Ｂｌａｎｋ ２", " Tower of Iron-Will! ", "Thought_Shield",
+             "psionic blast ", "Ψ Mind Thrust",
+             "ThoughtShield", "mind--blank", "Intellect Fortress (3)", "\u2028Mind Blank\t"]
+    for name in names:
+        assert normalise_mode(name) == adapters.core.mode_id(name), name
+
+    aliases = re.search(r"const DEFENSE_ALIASES = \{(.*?)\n  \};", script, re.DOTALL)
+    assert aliases, "Mindscape.js no longer has DEFENSE_ALIASES"
+    listed: dict[str, dict[str, str]] = {}
+    for system, pairs in re.findall(r"'([a-z0-9-]+)': \{([^}]*)\}", aliases.group(1)):
+        listed[system] = dict(re.findall(r"'?([a-z0-9-]+)'?: '([a-z0-9-]+)'", pairs))
+    defenses = {system: {name: mode for name, mode in table.items()
+                         if mode in adapters.core.DEFENSES[system]}
+                for system, table in adapters.core.ALIASES.items()}
+    assert listed == {system: table for system, table in defenses.items() if table}
+    assert not set(adapters.core.ALIASES["revised-2e"].values()) & \
+        adapters.core.ATTACKS["revised-2e"]

@@ -310,8 +310,11 @@ var Mindscape = Mindscape || (() => {
     return text.split('-').map((w, i) => (i > 0 && SMALL_WORDS.includes(w) ? w : w.charAt(0).toUpperCase() + w.slice(1))).join(' ');
   };
 
-  // (NFKC first, as the companion reads sheet names: full-width letters are the mode they spell)
-  const normaliseMode = (text) => String(text || '').normalize('NFKC').trim().toLowerCase().replace(/[^a-z]+/g, '-').replace(/^-|-$/g, '');
+  // A mode name as the companion's mode_id (adapters/core.py) reads it: NFKC first (full-width
+  // letters are the mode they spell), then every run of characters other than a-z and 0-9
+  // one hyphen. Digits are kept: "Ego Whip 2" is no mode, for the script as for the
+  // companion (tests/adapters/test_roll20.py checks the two agree).
+  const normaliseMode = (text) => String(text || '').normalize('NFKC').trim().toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
 
   // A number typed in an option (--mult, --dice, --defense-dice, a --sacrifice level,
   // --hours, --timeout, --chunk): digits only, or null. Number() alone would take an empty

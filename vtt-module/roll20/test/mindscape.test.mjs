@@ -9142,6 +9142,24 @@ test('revised-2e: a defense row the companion reads as Thought Shield (Shield Th
   }
 });
 
+test('revised-2e: a sheet row naming a mode with a digit ("Mind Blank 2") names no mode, as the companion reads it (adapters/core.py mode_id keeps digits): no button offers it, and with no PSPs such rows alone leave the fighter out of a round\'s end', () => {
+  const ctx = campaign();
+  assert.deepEqual(fenkaDefenseButtons(ctx), ['mental-barrier', 'mind-blank', 'none']);
+  ctx.sb.attribute(ctx.fenka.id, 'repeating_psionic-defenses_-Md3_psionic-defense-name').set({ current: 'Mind Blank 2' });
+  assert.deepEqual(fenkaDefenseButtons(ctx), ['mental-barrier', 'none']);
+  // A typed mode is the companion's id: one with a digit is refused, not read as another.
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi odds --target ${ctx.tokens.fenka.id} --mode mind-thrust2` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /--mode must be one of ego-whip, .* for revised-2e \(got "mind-thrust2"\)\./);
+  // No PSPs, and rows that name modes only with a digit: the companion takes her as a
+  // nonpsionic mind that knows no mode, so a round's end leaves her out.
+  ctx.sb.attribute(ctx.fenka.id, 'PSP').set({ current: '0', max: '0' });
+  ctx.sb.attribute(ctx.fenka.id, 'repeating_psionic-defenses_-Md2_psionic-defense-name').set({ current: 'Mental Barrier 2' });
+  const row = ctx.sb.add('attribute', { _characterid: ctx.fenka.id, name: 'repeating_psionic-attacks_-Mb9_psionic-attack-name', current: 'Ego Whip 2', max: '' });
+  assert.deepEqual(roundOfUlcenAndFenka(ctx), [ctx.ulcen.id]);
+  row.set({ current: 'Ego Whip' });
+  assert.deepEqual(roundOfUlcenAndFenka(ctx), [ctx.ulcen.id, ctx.fenka.id]);
+});
+
 test('request ids are 6 to 32 letters or digits: a longer one in an answer is refused as malformed; a pairing code of 16 characters set before is kept at a restart', () => {
   const ctx = campaign();
   const long = 'A'.repeat(33);

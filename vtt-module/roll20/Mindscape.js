@@ -3294,32 +3294,32 @@ var Mindscape = Mindscape || (() => {
       });
       return whisperGM(box('settings', describeConfig()));
     }
-    if (args.has('reset')) return refuse(msg.playerid, '--reset forgets a character\'s settings: select its token or name it with --char.');
+    if (args.has('reset')) return refuse(msg.playerid, '--reset forgets a character\'s settings: select its token or name it with --char. Nothing was changed.');
     const cfg = Object.assign({}, s.config);
     const error = applyMappingOptions(args, cfg);
     if (error) return refuse(msg.playerid, `${error} Nothing was changed.`);
     if (args.has('rollmode')) {
       const mode = fixedWord(ROLL_MODES, args.get('rollmode'));
-      if (!mode) return refuse(msg.playerid, `--rollmode must be one of ${ROLL_MODES.join(', ')}.`);
+      if (!mode) return refuse(msg.playerid, `--rollmode must be one of ${ROLL_MODES.join(', ')}. Nothing was changed.`);
       cfg.rollMode = mode;
     }
     if (args.has('timeout')) {
       const seconds = wholeNumber(args.get('timeout'));
-      if (seconds === null || seconds < 5 || seconds > 600) return refuse(msg.playerid, '--timeout must be 5 to 600 seconds.');
+      if (seconds === null || seconds < 5 || seconds > 600) return refuse(msg.playerid, '--timeout must be 5 to 600 seconds. Nothing was changed.');
       cfg.timeout = seconds;
     }
     if (args.has('chunk')) {
       const size = wholeNumber(args.get('chunk'));
-      if (size === null || size < 100 || size > 10000) return refuse(msg.playerid, '--chunk must be 100 to 10000 characters.');
+      if (size === null || size < 100 || size > 10000) return refuse(msg.playerid, '--chunk must be 100 to 10000 characters. Nothing was changed.');
       cfg.chunk = size;
     }
     for (const [key, field] of [['hpbar', 'hpBar'], ['pspbar', 'pspBar']]) {
       if (!args.has(key)) continue;
       const bar = fixedWord(BAR_SETTINGS, args.get(key));
-      if (!bar) return refuse(msg.playerid, `--${key} must be one of ${BAR_SETTINGS.join(', ')}.`);
+      if (!bar) return refuse(msg.playerid, `--${key} must be one of ${BAR_SETTINGS.join(', ')}. Nothing was changed.`);
       cfg[field] = bar;
     }
-    if (cfg.hpBar !== 'none' && cfg.hpBar === cfg.pspBar) return refuse(msg.playerid, 'HP and PSP cannot share one bar.');
+    if (cfg.hpBar !== 'none' && cfg.hpBar === cfg.pspBar) return refuse(msg.playerid, 'HP and PSP cannot share one bar. Nothing was changed.');
     // Nothing is stored unless every option was valid.
     s.config = cfg;
     return whisperGM(box('settings', describeConfig()));

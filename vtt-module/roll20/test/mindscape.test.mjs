@@ -2446,6 +2446,26 @@ test('--pspbar puts an unlinked token\'s PSP on that bar, read and written (the 
   assert.equal(ctx.sb.workerWrites.length, 0);
 });
 
+test('every refusal of a campaign setting ends "Nothing was changed." and changes nothing, also the settings given before the one refused', () => {
+  const ctx = campaign();
+  ctx.sb.chat({ playerid: GM, content: '!psi config --attr psp=MyPSP' });
+  const before = plain(ctx.sb.state.Mindscape.config);
+  for (const [content, said] of [
+    ['!psi config --system power-pool --rollmode loud', /--rollmode must be one of public, gm, private\. Nothing was changed\.<\/div>$/],
+    ['!psi config --rollmode gm --timeout 3', /--timeout must be 5 to 600 seconds\. Nothing was changed\.<\/div>$/],
+    ['!psi config --adapter roll20.generic --timeout 60 --chunk 50', /--chunk must be 100 to 10000 characters\. Nothing was changed\.<\/div>$/],
+    ['!psi config --attr psp=Other --chunk 500 --hpbar 4', /--hpbar must be one of 1, 2, 3, none\. Nothing was changed\.<\/div>$/],
+    ['!psi config --hpbar none --pspbar 9', /--pspbar must be one of 1, 2, 3, none\. Nothing was changed\.<\/div>$/],
+    ['!psi config --timeout 60 --hpbar 2 --pspbar 2', /HP and PSP cannot share one bar\. Nothing was changed\.<\/div>$/],
+    ['!psi config --reset', /--reset forgets a character's settings: select its token or name it with --char\. Nothing was changed\.<\/div>$/],
+  ]) {
+    ctx.sb.chat({ playerid: GM, content });
+    assert.match(whispersTo(ctx.sb, 'gm').at(-1), said, content);
+    assert.deepEqual(plain(ctx.sb.state.Mindscape.config), before, content);
+  }
+  assert.equal(requests(ctx.sb).length, 0);
+});
+
 test('--hpbar and --pspbar are checked campaign settings', () => {
   const ctx = goblins();
   assert.equal(ctx.sb.state.Mindscape.config.hpBar, '1');

@@ -355,7 +355,15 @@ test('docs/ROLL20.md and the help handout name every command and option the scri
       if (name !== 'answer') assert.match(help, new RegExp(named(name)), `the help handout does not name ${command}'s --${name}`);
     }
   }
-  assert.match(help, /!psi (encounter )?(create|add|declare|refresh|resolve|get|undo|end)\|/);
+  // The encounter's commands, listed whole where the help and the doc list them (an
+  // encounter command of no options, as status, is named by no option above).
+  const actions = Object.keys(ENCOUNTER_OPTIONS);
+  const helpList = /<code>!psi encounter ([a-z|]+)<\/code>/.exec(help);
+  assert.ok(helpList, 'the help handout no longer lists the encounter commands as <code>!psi encounter a|b|...</code>');
+  assert.deepEqual(helpList[1].split('|'), actions);
+  const docList = /encounter wants one of\s+([a-z,\s]+)\./.exec(doc);
+  assert.ok(docList, 'ROLL20.md no longer quotes the refusal listing the encounter commands');
+  assert.deepEqual(docList[1].split(/,\s+/), actions);
   for (const verb of Object.keys(COMMAND_OPTIONS)) assert.match(help, new RegExp(`!psi ${verb}(?![\\w-])`), `the help handout has no !psi ${verb}`);
   // The options the Commands section says are taken several times, and those taking no value.
   const how = (kind) => [...new Set(commands.flatMap(([, options]) => Object.keys(options).filter((name) => options[name] === kind)))].sort();
@@ -4131,7 +4139,7 @@ test('the help handout lists !psi rest and the encounter\'s refresh', () => {
   const [handout] = ctx.sb.api.findObjs({ _type: 'handout', name: 'Help: Mindscape' });
   const notes = handout.get('notes');
   assert.match(notes, /<code>!psi rest --hours N<\/code> \(GM\).*power-pool: one long rest, no <code>--hours<\/code>; a resting controller loses the control it keeps by an action, and a creature so set free that does not rest has its sheet freed too\. combat-strength has no rest\./);
-  assert.match(notes, /<code>!psi encounter create\|add\|declare\|refresh\|resolve\|get\|undo\|end<\/code>.*<code>resolve<\/code> does it first by itself \(<code>--no-refresh<\/code> skips it\)/);
+  assert.match(notes, /<code>!psi encounter create\|add\|declare\|refresh\|resolve\|get\|status\|undo\|end<\/code>.*<code>resolve<\/code> does it first by itself \(<code>--no-refresh<\/code> skips it\)/);
 });
 
 // --------------------------------------- write-backs that miss the sheets (held)

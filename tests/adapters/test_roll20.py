@@ -1759,3 +1759,25 @@ def test_the_mod_script_reads_a_mode_name_as_mode_id_does_with_the_same_aliases(
     assert listed == {system: table for system, table in defenses.items() if table}
     assert not set(adapters.core.ALIASES["revised-2e"].values()) & \
         adapters.core.ATTACKS["revised-2e"]
+
+
+def test_the_mod_scripts_mode_rows_are_those_the_adapter_reads() -> None:
+    """Mindscape.js ``ATTACK_ROW`` and ``DEFENSE_ROW`` name the AD&D sheet's attributes
+    the adapter reads attack and defense modes from (``adapters.roll20._SECTIONS``, each
+    section's repeating rows and its first row outside them), in any case: a round's end
+    sends a revised-2e fighter with no PSPs whose rows name a mode (``sheetKnowsModes``),
+    and the defense buttons offer the modes of the defense rows (``knownDefenses``)."""
+    script = MOD_SCRIPT.read_text(encoding="utf-8")
+    rows = {}
+    for field, name in (("attacks", "ATTACK_ROW"), ("defenses", "DEFENSE_ROW")):
+        found = re.search(rf"const {name} = /(\^.*\$)/i;", script)
+        assert found, f"Mindscape.js no longer has {name}"
+        rows[field] = re.compile(found.group(1), re.IGNORECASE)
+    sections = adapters.roll20._SECTIONS
+    for field, pattern, first in sections:
+        name = (pattern.pattern.replace("\\-", "-").replace("(.+)", "-Mx_1")
+                .replace("(?:", "").replace(")", ""))
+        assert pattern.fullmatch(name), name
+        for each in filter(None, (name, name.upper(), first)):
+            other = "defenses" if field == "attacks" else "attacks"
+            assert rows[field].fullmatch(each) and not rows[other].fullmatch(each), each

@@ -32,9 +32,10 @@ can send one of 1 MiB) costs time in proportion to its size, and little of it:
 ``uniqueItems`` by hashing (jsonschema compares every pair of items it cannot sort:
 2000 objects took 10 s, 8000 over four minutes); an array over its ``maxItems`` (an object
 over its ``maxProperties``) reported by its size alone, without the keywords that look
-at each item (member); ``items`` and ``additionalProperties`` entering only the items
-(members) that the quick yes of their subschema does not pass. ``first_errors`` takes
-at most ``MAX_ERRORS`` of its errors.
+at each item (member); a string over its ``maxLength`` reported without its
+``pattern`` (which may backtrack); ``items`` and ``additionalProperties`` entering only
+the items (members) that the quick yes of their subschema does not pass.
+``first_errors`` takes at most ``MAX_ERRORS`` of its errors.
 """
 
 from __future__ import annotations
@@ -460,11 +461,26 @@ def _additional_properties(validator: Any, extra: Any, instance: Any, schema: An
     return _DRAFT["additionalProperties"](validator, extra, instance, schema)
 
 
+def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any
+             ) -> Iterable[jsonschema.ValidationError] | None:
+    """``pattern``, skipped for a string over the schema's ``maxLength`` (refused by
+    that keyword already). Python's ``re`` backtracks: a pattern as plain as
+    ``[a-z]+:[0-9]+`` takes time in the square of the string's length where it does not
+    match (a 1 MiB string: minutes, with every client waiting), so only strings
+    ``maxLength`` allows reach it. The quick yes checks the length first too."""
+    limit = schema.get("maxLength") if isinstance(schema, Mapping) else None
+    if isinstance(instance, str) and isinstance(limit, int | float) \
+            and not isinstance(limit, bool) and len(instance) > limit:
+        return None
+    return _DRAFT["pattern"](validator, pattern, instance, schema)
+
+
 def _bounded_keywords() -> dict[str, _Keyword]:
     keywords = {name: _unless_oversized(_DRAFT[name]) for name in _EACH_ITEM + _EACH_MEMBER}
     keywords["items"] = _unless_oversized(_items)
     keywords["additionalProperties"] = _unless_oversized(_additional_properties)
     keywords["uniqueItems"] = _unless_oversized(_unique_items)
+    keywords["pattern"] = _pattern
     return keywords
 
 

@@ -534,6 +534,24 @@ async def test_plugin_params_nested_too_deep_to_check_are_invalid_params(
             {"path": "", "message": "the params are nested too deeply to check"}]}}
 
 
+
+async def test_a_string_over_its_max_length_is_refused_without_its_pattern(
+        rpc_with: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plugin's ``pattern`` runs on Python's backtracking ``re``: ``[a-z]+:[0-9]+``
+    takes time in the square of a string it does not match (100 000 letters: seconds,
+    1 MiB: minutes, the daemon answering no one meanwhile). A string over the schema's
+    ``maxLength`` is refused by that alone, so only strings the plugin allows reach its
+    pattern (docs/PLUGINS.md "A method"); a short one still meets it."""
+    schema = {"type": "object", "properties": {
+        "code": {"type": "string", "maxLength": 20, "pattern": "[a-z]+:[0-9]+"}}}
+    rpc = await rpc_with(_entry_point_to(with_schema(schema), monkeypatch))
+    too_long = await rpc.error("schema.x", {"code": "a" * 100_000})
+    assert [e["path"] for e in too_long["data"]["errors"]] == ["/code"]
+    assert too_long["data"]["errors"][0]["message"].endswith(" is too long")
+    unmatched = await rpc.error("schema.x", {"code": "abc"})
+    assert [e["path"] for e in unmatched["data"]["errors"]] == ["/code"]
+    assert "does not match" in unmatched["data"]["errors"][0]["message"]
+
 async def test_a_call_cancelled_while_its_plugin_method_runs_ends_cancelled(
         unruly: tuple[TestClient[Any, Any], str], caplog: pytest.LogCaptureFixture) -> None:
     """Only a CancelledError of the handler's own is answered: the request's own

@@ -142,8 +142,8 @@ def _as_plugin(ep: EntryPoint, obj: Any, version: str | None) -> Plugin:
         return obj
     if isinstance(obj, System):
         return Plugin(name=ep.name, version=version or "unknown", systems=(obj,))
-    raise PluginError(f"loads to a {type(obj).__name__}, not an engine.System or a "
-                      "companion.plugins.Plugin")
+    raise PluginError(f"loads to an object of type {type(obj).__name__}, not an "
+                      "engine.System or a companion.plugins.Plugin")
 
 
 #: What a system id may be: as the built-in ones (revised-2e), within SYSTEM_ID's length

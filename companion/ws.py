@@ -8,8 +8,9 @@ URL, so the socket authenticates in one of two ways:
    token before the upgrade (401 when wrong) and echoes only ``mindscape.v1``;
 2. first message: connect with ``mindscape.v1`` (or no subprotocol) and send
    ``{"jsonrpc": "2.0", "method": "auth", "params": {"token": TOKEN}, "id": 1}`` within
-   5 seconds; the answer is ``{"result": {"authenticated": true}}``, or error -32001 and
-   the socket is closed with 1008 (policy violation); silence closes it the same way.
+   5 seconds; the answer is ``{"result": {"authenticated": true, "protocol":
+   "mindscape.v1"}}``, or error -32001 and the socket is closed with 1008 (policy
+   violation); silence closes it the same way.
 
 After that every message (text, or binary holding UTF-8 JSON; the ``auth`` message too)
 is a JSON-RPC request or batch, answered on the socket;

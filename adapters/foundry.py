@@ -845,6 +845,17 @@ class _ArsClass:
     path: str
 
 
+def _is_zero(value: Any) -> bool:
+    """Whether ``value`` is 0, as a number or numeric text. ARS's ``hp.max`` is read only
+    to say that hit points were never rolled, so anything else there (null, a fraction,
+    text, a value below 0) is simply not 0: it refuses nothing, as it did when the
+    adapter did not read it, since nothing Mindscape does uses it."""
+    try:
+        return to_int(value, "") == 0
+    except InvalidInput:
+        return False
+
+
 class Ars(FoundryAdapter):
     """ARS-derived AD&D systems (acks2-arsbase and its kin): characters and NPCs."""
 
@@ -923,9 +934,8 @@ class Ars(FoundryAdapter):
         hp_value, hp_path = dig(system_data, "attributes.hp.value", base)
         hp = to_int(hp_value, hp_path, -10_000, 1_000_000)
         draft.put("hp", hp, Binding(_HP_VALUE))
-        hp_max, hp_max_path = dig(system_data, "attributes.hp.max", base)
-        if to_int(hp_max, hp_max_path, 0, 1_000_000) == 0 and hp == 0 \
-                and "hp" in FIELDS[draft.system]:
+        hp_max, _ = dig(system_data, "attributes.hp.max", base)
+        if hp == 0 and _is_zero(hp_max) and "hp" in FIELDS[draft.system]:
             # ARS creates every actor with hit points 0 of 0 (its template) and fills
             # them in only when they are rolled: such a creature is not wounded to 0 but
             # has none on its sheet yet, and the engine counts it down. Said, not guessed

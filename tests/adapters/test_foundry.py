@@ -1161,10 +1161,27 @@ def test_an_ars_actor_whose_hit_points_are_not_rolled_comes_in_down_said() -> No
     npc["system"]["attributes"]["hp"].update(value=7, max=0)  # a max ARS left behind
     got = ARS.import_(npc, "revised-2e")
     assert got.combatant["hp"] == 7 and not any("hit points" in w for w in got.warnings)
-    npc["system"]["attributes"]["hp"]["max"] = "many"
-    with pytest.raises(InvalidInput) as err:
-        ARS.import_(npc, "revised-2e")
-    assert err.value.problems[0].path == "/system/attributes/hp/max"
+
+
+@pytest.mark.parametrize("hp_max", ["many", 7.5, -3, True, {"x": 1}, [0], None, "", "absent"])
+def test_an_ars_hp_max_the_adapter_cannot_read_refuses_nothing(hp_max: Any) -> None:
+    """``hp.max`` is read only to tell hit points never rolled (0 of 0, above); nothing
+    Mindscape does uses it, and ARS's data (a template.json system) holds whatever a form,
+    a macro or an import wrote there: a value that is no whole number of 0 or more is not
+    0, so the actor comes in as it did before the adapter read it, with nothing said.
+    0 as text or as 0.0 is 0."""
+    npc = template_actor("foundry/ars/template.json", "npc", "arsNpc0000000001", "Orc")
+    hp = npc["system"]["attributes"]["hp"]
+    if hp_max == "absent":
+        del hp["max"]
+    else:
+        hp["max"] = hp_max
+    got = ARS.import_(npc, "revised-2e")
+    assert got.combatant["hp"] == 0 and NO_HIT_POINTS not in got.warnings
+    assert ARS.import_(ARS.trimmed(npc, "revised-2e"), "revised-2e") == got
+    for zero in ("0", " 0 ", 0.0):
+        hp["max"] = zero
+        assert NO_HIT_POINTS in ARS.import_(npc, "revised-2e").warnings
 
 
 @pytest.mark.parametrize(("adapter", "kind"), [(DND5E, "vehicle"), (DND5E, "group"),

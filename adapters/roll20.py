@@ -598,13 +598,14 @@ class Adnd2eRevised(Roll20Adapter):
                        "ignored")
         if not levels:
             if shown:
-                # The page shown is all that makes it a monster, so this warning explains
-                # revised-2e's class group "monster" too: it stays until the store sets
-                # the class group as well as the level (as the one naming the class taken
-                # of several does).
-                draft.warn_level(f"no Hit Dice ({_HIT_DICE}) on the Monster Sheet, the page "
-                                 f"shown ({char.spelled(_PAGE)} = 2): read as a monster, "
-                                 "taken as 1", "class_group")
+                draft.warn_level(f"no Hit Dice ({_HIT_DICE}) on the Monster Sheet; taken as 1")
+                # The page shown is all that makes it a monster, and so gives revised-2e's
+                # class group "monster": said apart from the level taken as 1, as the store
+                # may set either without the other, each withdrawing its own warning.
+                draft.warn_for("class_group", "read as a monster only because the Monster "
+                               f"Sheet is the page shown ({char.spelled(_PAGE)} = 2): the "
+                               "sheet has neither Hit Dice nor a class level; "
+                               f"{draft.store('class_group')} sets its class group")
             else:
                 draft.warn_level(f"no class level (level-class1..) nor Hit Dice "
                                  f"({_HIT_DICE}); taken as 1")

@@ -1040,8 +1040,10 @@ def test_a_character_left_on_the_monster_page_without_hit_dice_is_still_a_charac
     assert SHEET.import_(SHEET.trimmed(data, "revised-2e"), "revised-2e") == got
 
 
-MONSTER_PAGE_ONLY = ("no Hit Dice (hitdice) on the Monster Sheet, the page shown (tab11 = 2): "
-                     "read as a monster, taken as 1")
+NO_MONSTER_HIT_DICE = "no Hit Dice (hitdice) on the Monster Sheet; taken as 1"
+MONSTER_PAGE_ONLY = ("read as a monster only because the Monster Sheet is the page shown "
+                     "(tab11 = 2): the sheet has neither Hit Dice nor a class level; "
+                     "psi_class_group sets its class group")
 
 
 def test_a_sheet_on_the_monster_page_with_neither_hit_dice_nor_class_levels_is_a_monster(
@@ -1054,7 +1056,7 @@ def test_a_sheet_on_the_monster_page_with_neither_hit_dice_nor_class_levels_is_a
     got = SHEET.import_(data, "revised-2e")
     assert (got.combatant["level"], got.combatant["class_group"], got.combatant["int"]) == \
         (1, "monster", 17)
-    assert MONSTER_PAGE_ONLY in got.warnings
+    assert {NO_MONSTER_HIT_DICE, MONSTER_PAGE_ONLY} <= set(got.warnings), got.warnings
     data["attribs"] = [row for row in data["attribs"] if row["name"] != "tab11"]
     got = SHEET.import_(data, "revised-2e")
     assert got.combatant["level"] == 1 and "class_group" not in got.combatant
@@ -1064,27 +1066,34 @@ def test_a_sheet_on_the_monster_page_with_neither_hit_dice_nor_class_levels_is_a
 @pytest.mark.parametrize("intelligence", ["", "Genius"])
 def test_a_monster_read_from_the_page_alone_is_said_until_the_store_sets_its_class_group(
         intelligence: str) -> None:
-    """docs/ADAPTERS.md: the warning that a sheet of neither Hit Dice nor class levels is
-    read as a monster because the Monster Sheet page is shown also explains revised-2e's
-    class group "monster", so it stays when the state store sets only the level (its
-    Monster Intelligence box, empty or not, says nothing of the group) and goes once the
-    store sets the class group too; in power-pool, with no class group, it goes with
-    the store's Hit Dice."""
+    """docs/ADAPTERS.md: a sheet of neither Hit Dice nor class levels read as a monster
+    because the Monster Sheet page is shown is told two things, each withdrawn when the
+    state store sets what it explains: its level taken as 1 (gone once the store sets
+    the level, which is then no longer 1) and, in revised-2e, that the page alone makes
+    it a monster, whose class group is "monster" (its Monster Intelligence box, empty
+    or not, says nothing of the group: gone once the store sets the class group). In
+    power-pool, with no class group, the level's goes with the store's Hit Dice."""
     data = monster(tab11="2", monsterintelligence=intelligence)
     data["attribs"] = [row for row in data["attribs"] if row["name"] != "hitdice"]
     data["attribs"].append({"name": "psi_level", "current": "3", "max": ""})
     got = SHEET.import_(data, "revised-2e")
     assert (got.combatant["level"], got.combatant["class_group"]) == (3, "monster")
     assert MONSTER_PAGE_ONLY in got.warnings
+    assert not any("taken as 1" in w for w in got.warnings), got.warnings
     data["attribs"].append({"name": "psi_class_group", "current": "warrior", "max": ""})
     got = SHEET.import_(data, "revised-2e")
     assert (got.combatant["level"], got.combatant["class_group"]) == (3, "warrior")
-    assert MONSTER_PAGE_ONLY not in got.warnings
+    assert not any("Monster Sheet" in w for w in got.warnings), got.warnings
     data["attribs"] = [row for row in data["attribs"] if row["name"] != "psi_level"]
-    assert MONSTER_PAGE_ONLY in SHEET.import_(data, "revised-2e").warnings
+    got = SHEET.import_(data, "revised-2e")
+    assert got.combatant["level"] == 1 and NO_MONSTER_HIT_DICE in got.warnings
+    assert MONSTER_PAGE_ONLY not in got.warnings
     data["attribs"].append({"name": "psi_pool", "current": "3", "max": "3"})
     got = SHEET.import_(data, "power-pool")
-    assert got.combatant["hit_dice"] == 3 and MONSTER_PAGE_ONLY not in got.warnings
+    assert got.combatant["hit_dice"] == 3 and not any("Monster Sheet" in w
+                                                      for w in got.warnings), got.warnings
+    data["attribs"] = [row for row in data["attribs"] if row["name"] != "psi_pool"]
+    assert NO_MONSTER_HIT_DICE in SHEET.import_(data, "power-pool").warnings
 
 
 ROW = "repeating_psionic-attacks_-MzRowAtk00000001"

@@ -126,17 +126,23 @@ class Mapping:
 #: why a mapping read no class group when it names no place for one (``Draft.class_unread``)
 UNMAPPED_CLASS_GROUP = "the mapping names no class_group"
 
+#: the fields left out with a warning when their mapped path holds nothing and the
+#: mapping gives no default (``read_mapped``): the level or Hit Dice and the hit die,
+#: which the adapters that know a sheet warn of when missing
+_SAID_WHEN_MISSING = frozenset({"level", "hit_dice", "die"})
+
 
 def read_mapped(draft: Draft, name: str, source: Source, value: Any, path: str,
                 binding: Binding) -> None:
     """Read one mapped field into ``draft``: the ``value`` found at its ``path``, else
-    (absent, null or ``""``) the mapping's default; an ability score still missing is
-    10, with a warning. A field left out is still bound to its mapped place, so a value
-    assumed for it later (by the engine or this adapter) is written back there (when
-    the source may be written), not to the psionic state store, where it would hide
-    the GM's later entry for good (the store wins)."""
+    (absent, null, or blank text: ``""``, ``"  "``) the mapping's default; an ability
+    score still missing is 10, with a warning; a level, Hit Dice or hit die still
+    missing is left out, with a warning. A field left out is still bound to its mapped
+    place, so a value assumed for it later (by the engine or this adapter) is written
+    back there (when the source may be written), not to the psionic state store, where
+    it would hide the GM's later entry for good (the store wins)."""
     origin = None
-    if value is None or value == "":
+    if value is None or (isinstance(value, str) and not value.strip()):
         value, path = source.default, source.default_path()
         origin = path
     decoded = None if value is None else source.decode(draft.system, name, value, path,
@@ -149,18 +155,13 @@ def read_mapped(draft: Draft, name: str, source: Source, value: Any, path: str,
         draft.bind(name, binding)
         if name == "class_group":
             draft.class_unread = f"nothing in {source.path}, where the mapping reads it"
-        if value is None and name in _COUNTED:
+        if value is None and name in _SAID_WHEN_MISSING:
             # The other adapters say when the sheet gives no level, Hit Dice or hit die
             # (and assume one); a mapping assumes nothing, but says so as well, naming
             # its path: the engine refuses a power pool without them. Withdrawn when the
             # state store sets the field, as those warnings are.
             draft.warn_for(name, f"no {name} in {source.path} (the mapping gives no "
                            "default); left out")
-
-
-#: the fields whose mapped path holding nothing is said (``read_mapped``): the level or
-#: Hit Dice and the hit die, which the adapters that know a sheet warn of when missing
-_COUNTED = frozenset({"level", "hit_dice", "die"})
 
 
 #: the fields each ``parse`` other than ``value`` may read (any field: not listed)

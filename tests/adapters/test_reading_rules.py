@@ -480,6 +480,25 @@ def test_a_mapped_hit_dice_or_die_path_holding_nothing_is_said(held: Any) -> Non
                    for w in ROLL20_GENERIC.import_(roll20, "power-pool").warnings)
 
 
+def test_a_mapped_path_holding_blank_text_holds_nothing() -> None:
+    """docs/ADAPTERS.md (mapping files): blank text (``"  "``, which a number box left
+    with a space holds) is nothing, as ``""`` is: the mapping's default is taken, and a
+    level, Hit Dice or hit die with no default is left out with a warning naming the
+    path; neither the default nor the warning was lost to the spaces."""
+    mapping: dict[str, Any] = {"version": 1, "fields": {
+        "hit_dice": {"path": "system.hd", "parse": "dice-count", "default": 2},
+        "die": {"path": "system.die", "parse": "hit-die"}}}
+    got = FOUNDRY_GENERIC.import_(generic_actor(mapping, hd="  ", die=" "), "power-pool")
+    assert got.combatant["hit_dice"] == 2 and "die" not in got.combatant
+    assert "no die in system.die (the mapping gives no default); left out" in got.warnings
+    assert got.sources["hit_dice"] == "/mapping/fields/hit_dice/default"
+    roll20 = {"mapping": {"version": 1, "fields": {"level": "Level"}},
+              "character": {"id": "c1", "name": "Kel", "attribs": [
+                  {"name": "Level", "current": " ", "max": ""}]}}
+    assert "no level in Level (the mapping gives no default); left out" in \
+        ROLL20_GENERIC.import_(roll20, "revised-2e").warnings
+
+
 NO_GROUP = ("no class group read from the sheet ({}); the engine takes psionicist for a "
             "psionicist, else warrior (for its save vs. paralyzation); {} sets it")
 

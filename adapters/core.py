@@ -676,7 +676,7 @@ class Draft:
     class_text: Callable[[str], str] = str
     #: why no class group was read, as ``finish``'s warning gives it: the adapters that
     #: know a sheet read it from a class name; a mapping reads ``class_group`` from the
-    #: path it names, if any (``read_mapped``)
+    #: path it names, if any (``Mapping.class_unread``)
     class_unread: str = "no class name it knows"
     #: the warnings ``warn_for`` gave about how the sheet's data gave a field (a hit die
     #: assumed, or chosen among classes), by field: ``read_state`` withdraws them when

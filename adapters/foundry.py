@@ -48,8 +48,8 @@ from .core import (
     type_name,
 )
 from .intelligence import text_intelligence
-from .mapping import UNMAPPED_CLASS_GROUP, parse_mapping, read_mapped
 from .mapping import Mapping as FieldMapping
+from .mapping import parse_mapping, read_mapped
 
 _MAX_ID = 64
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -1094,7 +1094,7 @@ class FoundryGeneric(FoundryAdapter):
             raise InvalidInput.at("/mapping", "foundry.generic needs {\"mapping\": {...}, "
                                   "\"actor\": {...}}")
         mapping: FieldMapping = parse_mapping(actor.envelope["mapping"], "/mapping")
-        draft.class_unread = UNMAPPED_CLASS_GROUP  # unless it maps one (``read_mapped``)
+        draft.class_unread = mapping.class_unread(draft.system)
         for name, source in mapping.for_system(draft.system).items():
             value, path = dig(actor.raw, source.path, actor.path)
             binding = Binding(source.path, writable=source.write)

@@ -122,9 +122,16 @@ class Mapping:
                        if k in FIELDS[system]})
         return merged
 
+    def class_unread(self, system: str) -> str:
+        """Why no class group was read, as ``finish``'s warning gives it
+        (``Draft.class_unread``), when neither the sheet nor the state store gave one: a
+        mapping reads no class name, only ``class_group`` at the path it names, if any
+        (a value there that names no group is refused, a default always taken)."""
+        source = self.for_system(system).get("class_group")
+        if source is None:
+            return "the mapping names no class_group"
+        return f"nothing in {source.path}, where the mapping reads it"
 
-#: why a mapping read no class group when it names no place for one (``Draft.class_unread``)
-UNMAPPED_CLASS_GROUP = "the mapping names no class_group"
 
 #: the fields left out with a warning when their mapped path holds nothing and the
 #: mapping gives no default (``read_mapped``): the level or Hit Dice and the hit die,
@@ -153,8 +160,6 @@ def read_mapped(draft: Draft, name: str, source: Source, value: Any, path: str,
         score(draft, name, None, path, default=10, where=source.path)
     else:
         draft.bind(name, binding)
-        if name == "class_group":
-            draft.class_unread = f"nothing in {source.path}, where the mapping reads it"
         if value is None and name in _SAID_WHEN_MISSING:
             # The other adapters say when the sheet gives no level, Hit Dice or hit die
             # (and assume one); a mapping assumes nothing, but says so as well, naming

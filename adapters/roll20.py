@@ -53,7 +53,7 @@ from .core import (
     to_text,
 )
 from .intelligence import text_intelligence
-from .mapping import UNMAPPED_CLASS_GROUP, parse_mapping, read_mapped
+from .mapping import parse_mapping, read_mapped
 
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # What a number box of the sheet holds when it holds a number (whole or not, in range or
@@ -843,7 +843,7 @@ class Roll20Generic(Roll20Adapter):
             raise InvalidInput.at("/mapping", "roll20.generic needs {\"mapping\": {...}, "
                                   "\"character\": {...}}")
         mapping = parse_mapping(char.envelope["mapping"], "/mapping")
-        draft.class_unread = UNMAPPED_CLASS_GROUP  # unless it maps one (``read_mapped``)
+        draft.class_unread = mapping.class_unread(draft.system)
         for name, source in mapping.for_system(draft.system).items():
             attr, _, part = source.path.partition("|")
             part = part or "current"

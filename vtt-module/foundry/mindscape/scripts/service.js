@@ -1191,13 +1191,17 @@ export class Mindscape {
     let answer = asked && typeof asked === "object" ? defenseAnswer(asked) : fallback;
     // A defense the defender does not know (a stale or forged answer) counts as none.
     if (answer.mode && !offeredIds.has(answer.mode)) answer = { ...answer, mode: null, refused: true };
-    if (!refused && !answer.timedOut && !answer.cancelled && !answer.refused && answer.mode !== remembered) {
-      // Remember the choice as this actor's default for the next time it is attacked.
-      await actor.update?.({ [`flags.${MODULE_ID}.defaultDefense.${system}`]: answer.mode ?? null });
-    }
+    // The choice becomes this actor's default for the next time it is attacked, but only
+    // once its exchange is resolved (`keepDefaults`): an actor's flags reach every client
+    // that has the actor, so written now they would tell the defense to the attacker's
+    // player before the exchange is resolved.
+    const mode = answer.mode ?? null;
+    const keep = !refused && !answer.timedOut && !answer.cancelled && !answer.refused && mode !== remembered;
+    // (read again then: the write-back may have replaced an unlinked token's actor)
+    const keepAsDefault = keep ? async () => (await this.current(defender)).actor?.update?.({ [`flags.${MODULE_ID}.defaultDefense.${system}`]: mode }) : null;
     // Only those offered, each once, and only with a mode that draws allies in.
     const picked = drawing.has(answer.mode) ? new Set([].concat(answer.allies ?? [])) : new Set();
-    return { ...answer, allies: candidates.filter((c) => picked.has(c.uuid)).map((c) => c.docs) };
+    return { ...answer, allies: candidates.filter((c) => picked.has(c.uuid)).map((c) => c.docs), keepAsDefault };
   }
 
   /**
@@ -1306,15 +1310,29 @@ export class Mindscape {
     // The GM hears of a puppet found nowhere once for the exchange, however often it is tried.
     const missingTold = new Set();
     for (;;) {
+      let done;
       try {
-        return await this.resolveExchange(exchange, missingTold);
+        done = await this.resolveExchange(exchange, missingTold);
       } catch (error) {
         const next = reasks.left > 0 ? await again(error) : null;
         if (!next) throw error;
         reasks.left -= 1;
         exchange = next;
+        continue;
       }
+      await this.keepDefaults(exchange);
+      return done;
     }
+  }
+
+  /**
+   * GM: once `exchange` is resolved, remember the defense each mind struck chose in it as
+   * that actor's default (`askDefense`'s `keepAsDefault`): the mind struck's and, in a
+   * power-pool group, the other minds'. Not before: the flag would tell every client.
+   */
+  async keepDefaults(exchange) {
+    const choices = [exchange.defenseChoice, ...(exchange.group?.defenses ?? []).map(([, choice]) => choice)];
+    for (const choice of choices) await choice?.keepAsDefault?.();
   }
 
   /**

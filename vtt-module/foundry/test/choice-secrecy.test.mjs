@@ -1,0 +1,56 @@
+// A defense is secret until its exchange is resolved: nothing another player's client
+// reads may tell it before then. An actor's data, flags included, reaches every client
+// that has the actor (the attacker's player's too), so the defense remembered as the
+// defender's default is written only once the exchange is resolved.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { defaultMethods, makeTable, revisedResult } from "../test-support/scenario.mjs";
+
+/**
+ * The table, with a companion that notes, as `exchange.resolve` is called (the defense
+ * chosen, the exchange not yet resolved), what the attacker's player's client reads of
+ * Fenka's actor: its flags, and every update made to it so far.
+ */
+function watchedTable(overrides = {}) {
+  const seen = [];
+  let t = null;
+  const methods = defaultMethods({
+    "exchange.resolve": async (params) => {
+      const actor = await t.clients.p1.fromUuid(t.tokens.fenkaToken.actor.uuid);
+      seen.push({ flags: structuredClone(actor.flags), updates: structuredClone(actor.updates) });
+      return revisedResult(params);
+    },
+    ...overrides,
+  });
+  t = makeTable({
+    methods,
+    dialogs: {
+      p1: { attackDialog: { mode: "mind-thrust", multiplier: "4", range: "short", physical: false } },
+      p2: { defenseDialog: { mode: "thought-shield", remember: true } },
+    },
+  });
+  return { t, seen };
+}
+
+test("the defense chosen is not in the defender's actor data before its exchange is resolved; it is remembered after", async () => {
+  const { t, seen } = watchedTable();
+  await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid] });
+  const resolve = t.daemon.calls.find((c) => c.method === "exchange.resolve");
+  assert.deepEqual(resolve.params.defense, { mode: "thought-shield" });
+  assert.equal(seen.length, 1);
+  // (the profile's list of the defenses it knows is no secret; the one chosen is)
+  assert.equal(seen[0].flags.mindscape.defaultDefense, undefined, "the attacker's player could read the defense before the exchange was resolved");
+  assert.deepEqual(seen[0].updates, []);
+  // Once resolved, it is the defender's default for the next attack.
+  assert.equal(t.tokens.fenkaToken.actor.flags.mindscape.defaultDefense["revised-2e"], "thought-shield");
+});
+
+test("a defense whose exchange the companion refuses is never written to the defender's actor", async () => {
+  const { t, seen } = watchedTable({
+    "exchange.resolve": () => { throw { code: 4001, message: "Rules violation", data: { rule: "target-not-present", detail: "gone" } }; },
+  });
+  await t.clients.gm.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } }).catch(() => null);
+  assert.ok(t.daemon.calls.some((c) => c.method === "exchange.resolve"), "the defense was chosen and the exchange asked for");
+  assert.deepEqual(t.tokens.fenkaToken.actor.updates, []);
+  assert.equal(t.tokens.fenkaToken.actor.flags.mindscape.defaultDefense, undefined);
+});

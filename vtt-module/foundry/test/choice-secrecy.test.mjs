@@ -54,3 +54,31 @@ test("a defense whose exchange the companion refuses is never written to the def
   assert.deepEqual(t.tokens.fenkaToken.actor.updates, []);
   assert.equal(t.tokens.fenkaToken.actor.flags.mindscape.defaultDefense, undefined);
 });
+
+test("an actor every player owns only by its default ownership is answered by the GM, not by the attacker's own player", async () => {
+  const t = makeTable({
+    dialogs: {
+      gm: { defenseDialog: { mode: "mind-blank" } },
+      p1: { defenseDialog: { mode: "thought-shield" } },
+      p2: { defenseDialog: { mode: "thought-shield" } },
+    },
+  });
+  // "All Players: Owner" on the goblin (and so on its unlinked token's actor).
+  t.actors.goblin.ownership.default = 3;
+  t.tokens.goblinToken.actor.ownership.default = 3;
+  await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  for (const player of ["p1", "p2"]) {
+    assert.equal(t.clients[player].dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 0, `${player} was asked the goblin's defense`);
+  }
+  assert.equal(t.clients.gm.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 1);
+  assert.deepEqual(t.daemon.calls.find((c) => c.method === "exchange.resolve").params.defense, { mode: "mind-blank" });
+});
+
+test("a player the actor's ownership names as an owner is still asked its defense", async () => {
+  const t = makeTable({ dialogs: { p2: { defenseDialog: { mode: "mind-blank" } } } });
+  t.actors.fenka.ownership.default = 3;
+  await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  assert.equal(t.clients.p2.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 1);
+  assert.equal(t.clients.p1.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 0);
+  assert.deepEqual(t.daemon.calls.find((c) => c.method === "exchange.resolve").params.defense, { mode: "mind-blank" });
+});

@@ -89,6 +89,9 @@ function actorUuidOf(docs) {
  * @property {typeof WebSocket} [WebSocket]  the encounter watcher's (Foundry: the browser's)
  */
 
+/** Foundry's OWNER ownership level (CONST.DOCUMENT_OWNERSHIP_LEVELS.OWNER, v12 and v13). */
+const OWNER_LEVEL = 3;
+
 export class Mindscape {
   /** @param {Env} env */
   constructor(env) {
@@ -283,10 +286,18 @@ export class Mindscape {
     throw new PermissionDeniedError({ who: actor?.name });
   }
 
-  /** The active player who answers for an actor, or null when the GM does (NPCs). */
+  /**
+   * The active player who answers an actor's secret questions (its defense, an encounter
+   * choice, closing, control, joining), or null when the GM does (NPCs): a player the
+   * actor's ownership names as an owner (OWNER, level 3), the one whose character it is
+   * first. An owner only through the actor's default ownership ("All Players: Owner") is
+   * not asked: that is every player, the attacker's own among them, who would then learn
+   * (and choose) the defense against its own attack; the GM answers for such an actor,
+   * as the Roll20 Mod script does for a character controlled by "all".
+   */
   ownerOf(actor) {
     const players = (this.game.users?.contents ?? [...(this.game.users ?? [])])
-      .filter((u) => u.active && !u.isGM && actor?.testUserPermission?.(u, "OWNER"));
+      .filter((u) => u.active && !u.isGM && Number(actor?.ownership?.[u.id]) >= OWNER_LEVEL);
     return players.find((u) => u.character?.id === actor.id) ?? players[0] ?? null;
   }
 

@@ -82,3 +82,25 @@ test("a player the actor's ownership names as an owner is still asked its defens
   assert.equal(t.clients.p1.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 0);
   assert.deepEqual(t.daemon.calls.find((c) => c.method === "exchange.resolve").params.defense, { mode: "mind-blank" });
 });
+
+test("a default that cannot be written after the exchange is resolved leaves the exchange resolved", async () => {
+  const { t } = watchedTable();
+  const actor = t.tokens.fenkaToken.actor;
+  const update = actor.update.bind(actor);
+  actor.update = async (data) => {
+    if (Object.keys(data).some((key) => key.includes("defaultDefense"))) throw new Error("refused");
+    return update(data);
+  };
+  const warned = [];
+  const warn = console.warn;
+  console.warn = (...args) => warned.push(args.join(" "));
+  try {
+    await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid] });
+  } finally {
+    console.warn = warn;
+  }
+  assert.equal(t.daemon.calls.filter((c) => c.method === "exchange.resolve").length, 1);
+  assert.equal(t.clients.gm.ChatMessage.created.length, 1, "the exchange's card was posted");
+  assert.equal(actor.flags.mindscape?.defaultDefense, undefined);
+  assert.ok(warned.some((w) => w.includes("could not be kept as the default")), warned.join("\n"));
+});

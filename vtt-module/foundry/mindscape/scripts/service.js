@@ -1340,10 +1340,15 @@ export class Mindscape {
    * GM: once `exchange` is resolved, remember the defense each mind struck chose in it as
    * that actor's default (`askDefense`'s `keepAsDefault`): the mind struck's and, in a
    * power-pool group, the other minds'. Not before: the flag would tell every client.
+   * A default that cannot be written (the token deleted meanwhile, the update refused)
+   * is only a convenience lost: the exchange stands, resolved and written back.
    */
   async keepDefaults(exchange) {
     const choices = [exchange.defenseChoice, ...(exchange.group?.defenses ?? []).map(([, choice]) => choice)];
-    for (const choice of choices) await choice?.keepAsDefault?.();
+    for (const choice of choices) {
+      await Promise.resolve().then(() => choice?.keepAsDefault?.())
+        .catch((error) => console.warn(`${MODULE_ID} | a defense could not be kept as the default`, error));
+    }
   }
 
   /**

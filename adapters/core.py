@@ -733,15 +733,15 @@ class Draft:
             self.warnings.append(text)
             self.derivations.setdefault(name, []).append(text)
 
-    def warn_level(self, text: str, *also: str) -> None:
+    def warn_level(self, text: str) -> None:
         """Record an assumption about how the sheet gives the level or Hit Dice (a level
         taken as 1, one class's of several, Hit Dice read from odd text), for the field
         the system counts them in: revised-2e's ``level``, power-pool's ``hit_dice``
         (combat-strength has neither, so it is told nothing); withdrawn, as ``warn_for``'s
-        are, when the psionic state store sets that field. A warning that also explains
-        the fields ``also`` (the class whose level is taken gives the class group) stays
-        until the store sets those the system has as well."""
-        for name in ("level", "hit_dice", *also):
+        are, when the psionic state store sets that field. What else the same reading
+        gives (the class group of the class whose level is taken) is said in a warning
+        of its own (``warn_for``), withdrawn by the store's value for that field."""
+        for name in ("level", "hit_dice"):
             self.warn_for(name, text)
 
     def warn_die(self, text: str) -> None:

@@ -480,6 +480,17 @@ def _psionicist_class(system: str, classes: Sequence[_Levels]) -> _Levels | None
                key=lambda c: c.levels, default=None)
 
 
+def _warn_class_group(draft: Draft, listed: str, whose: str, name: str) -> None:
+    """Say that the class group comes from class ``name`` of several (``listed``), the
+    one ``whose`` level is taken, when a group is known for it: withdrawn when the
+    psionic state store sets the class group (``Draft.warn_for``), as the warning on the
+    level taken is when it sets the level."""
+    group = class_group(name)
+    if group is not None:
+        draft.warn_for("class_group", f"several classes ({listed}); class group {group} "
+                       f"taken from {whose} ({name}); {draft.store('class_group')} sets it")
+
+
 @dataclass
 class _Class:
     name: str
@@ -668,10 +679,12 @@ class Dnd5e(FoundryAdapter):
             main = psionicist
             if len(classes) > 1:
                 listed = ", ".join(f"{c.name} {c.levels}" for c in classes)
-                # the class group is that class's too (below)
                 draft.warn_level(f"several classes ({listed}); level {main.levels} taken, the "
                                  f"psionicist class's ({main.name}), not the character's "
-                                 f"{level}", "class_group")
+                                 f"{level}")
+                # That class gives the class group too (below): said apart from the
+                # level, as the store may set either without the other.
+                _warn_class_group(draft, listed, "the psionicist class", main.name)
                 # Read at a class's own level, not dnd5e's sum of them, the character
                 # saves with the best of its classes, each at its own level (2e).
                 draft.classes = tuple((c.name, c.levels) for c in classes if c.levels)
@@ -1000,9 +1013,12 @@ class Ars(FoundryAdapter):
         if len(classes) > 1:
             listed = ", ".join(f"{c.name} {c.levels}" for c in classes)
             why = "the psionicist class's" if psionicist is not None else "the highest"
-            # the class group is that class's too (``sheet``)
             draft.warn_level(f"several classes ({listed}); level {main.levels} taken, "
-                             f"{why} ({main.name})", "class_group")
+                             f"{why} ({main.name})")
+            # That class gives the class group too (``sheet``): said apart from the
+            # level, as the store may set either without the other.
+            _warn_class_group(draft, listed, "the psionicist class" if psionicist is not None
+                              else "the class of the highest level", main.name)
         # the hit die only where the system rolls it: a class's ranks are not read (nor
         # refused) for a die the combatant has no field for
         die = self._pool_die(draft, classes) if "die" in FIELDS[draft.system] else None

@@ -627,14 +627,23 @@ class Adnd2eRevised(Roll20Adapter):
         draft.classes = tuple((_class_name(char, k) or k, lv) for lv, k in levels)
         draft.class_text = _class_text
         if len(levels) > 1:
-            used = (f"the psionicist class's ({json_text(_class_name(char, key), 40)}, "
-                    f"{key}), {level}" if psionic else
+            named = _class_name(char, key)
+            used = (f"the psionicist class's ({json_text(named, 40)}, {key}), {level}"
+                    if psionic else
                     f"the highest, {level}" + (
                         " (no class is named a psionicist's: Psion...)"
                         if draft.system == "revised-2e" else ""))
-            # the class group is that class's too (``sheet``)
-            draft.warn_level(f"several class levels ({listed}); level taken as {used}",
-                             "class_group")
+            draft.warn_level(f"several class levels ({listed}); level taken as {used}")
+            # The class beside that level gives revised-2e's class group too (``sheet``):
+            # said apart from the level, as the store may set either without the other,
+            # each withdrawing its own warning.
+            group = class_group(named or "")
+            if group is not None:
+                whose = "the psionicist class" if psionic else "the class of the highest level"
+                box = char.spelled(f"class{key.removeprefix('level-class')}")
+                draft.warn_for("class_group", f"several class levels ({listed}); class group "
+                               f"{group} taken from {whose} ({json_text(named, 40)}, {box}); "
+                               f"{draft.store('class_group')} sets it")
         return level, False, key
 
     def _revised(self, char: Character, draft: Draft) -> None:

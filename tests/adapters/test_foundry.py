@@ -69,6 +69,33 @@ def test_dnd5e_multiclass_psionicist_level_is_its_psion_class_s_in_revised_2e() 
     assert DND5E.import_(data, "power-pool").combatant["hit_dice"] == 7
 
 
+DND5E_LEVEL_TAKEN = ("several classes (wizard 5, psion 2); level 2 taken, the psionicist "
+                     "class's (psion), not the character's 7")
+DND5E_GROUP_TAKEN = ("several classes (wizard 5, psion 2); class group psionicist taken from "
+                     "the psionicist class (psion); flags.mindscape.revised-2e.class_group "
+                     "sets it")
+
+
+@pytest.mark.parametrize(("store", "said"), [
+    ({}, {DND5E_LEVEL_TAKEN, DND5E_GROUP_TAKEN}),
+    ({"level": 5}, {DND5E_GROUP_TAKEN}),
+    ({"class_group": "wizard"}, {DND5E_LEVEL_TAKEN}),
+    ({"level": 5, "class_group": "wizard"}, set()),
+])
+def test_dnd5e_the_psion_class_taken_is_said_of_its_level_and_of_its_class_group_apart(
+        store: dict[str, Any], said: set[str]) -> None:
+    """docs/ADAPTERS.md: the psionicist class whose level is taken also gives the
+    class group, each said in a warning of its own, withdrawn when the state store sets
+    what it explains: with the store's level 5 nothing says level 2 was taken."""
+    data = wizard_and_psion(2)
+    data["flags"] = {**data.get("flags", {}), "mindscape": {"revised-2e": store}}
+    got = DND5E.import_(data, "revised-2e")
+    c = got.combatant
+    assert (c["level"], c["class_group"]) == (store.get("level", 2),
+                                              store.get("class_group", "psionicist"))
+    assert {w for w in got.warnings if w.startswith("several classes")} == said, got.warnings
+
+
 def test_dnd5e_a_psionicist_read_at_its_psion_level_saves_with_its_best_class() -> None:
     """AD&D 2e (PHB, saving throws): a multi-class character uses the best saving throw
     of its classes, each at its own level (RULES.md §1.7). Read at its psion class's own
@@ -862,18 +889,44 @@ def test_an_ars_character_with_several_classes_takes_the_highest_level_with_a_wa
     assert ARS.import_(actor, "power-pool").combatant["die"] == 10
 
 
-def test_the_class_taken_of_several_is_still_said_while_it_gives_the_class_group() -> None:
-    """docs/ADAPTERS.md: the warning naming the class whose level is taken also names
-    the class the revised-2e class group comes from: a store setting only the level
-    leaves that group, and the warning; it goes when the store sets both."""
-    warning = "several classes (Thief 4, Fighter 6); level 6 taken, the highest (Fighter)"
-    for store, said in (({"level": 5}, True), ({"level": 5, "class_group": "rogue"}, False)):
-        actor = ars_character(ars_class("Thief", 4, THIEF_HD),
-                              ars_class("Fighter", 6, FIGHTER_HD))
-        actor["flags"] = {"mindscape": {"revised-2e": store}}
-        got = ARS.import_(actor, "revised-2e")
-        assert got.combatant["level"] == 5
-        assert (warning in got.warnings) == said, store
+ARS_LEVEL_TAKEN = "several classes (Thief 4, Fighter 6); level 6 taken, the highest (Fighter)"
+ARS_GROUP_TAKEN = ("several classes (Thief 4, Fighter 6); class group warrior taken from the "
+                   "class of the highest level (Fighter); "
+                   "flags.mindscape.revised-2e.class_group sets it")
+
+
+@pytest.mark.parametrize(("store", "said"), [
+    ({}, {ARS_LEVEL_TAKEN, ARS_GROUP_TAKEN}),
+    ({"level": 5}, {ARS_GROUP_TAKEN}),
+    ({"class_group": "rogue"}, {ARS_LEVEL_TAKEN}),
+    ({"level": 5, "class_group": "rogue"}, set()),
+])
+def test_the_class_taken_of_several_is_said_of_its_level_and_of_its_class_group_apart(
+        store: dict[str, Any], said: set[str]) -> None:
+    """docs/ADAPTERS.md: the class whose level is taken of several also gives the
+    revised-2e class group, and each is said in a warning of its own, withdrawn when the
+    state store sets what it explains: a store setting only the level (5) leaves no
+    word of level 6 taken, but still says where the group came from; one setting only
+    the group still says the level taken."""
+    actor = ars_character(ars_class("Thief", 4, THIEF_HD), ars_class("Fighter", 6, FIGHTER_HD))
+    actor["flags"] = {"mindscape": {"revised-2e": store}}
+    got = ARS.import_(actor, "revised-2e")
+    c = got.combatant
+    assert (c["level"], c["class_group"]) == (store.get("level", 6),
+                                              store.get("class_group", "warrior"))
+    assert {w for w in got.warnings if w.startswith("several classes")} == said, got.warnings
+
+
+def test_an_ars_power_pool_is_told_only_the_hit_dice_taken_of_several_classes() -> None:
+    """power-pool has no class group: of several classes it is told only the Hit Dice
+    taken, withdrawn when the store sets them (flags.mindscape.power-pool.hit_dice)."""
+    actor = ars_character(ars_class("Thief", 4, THIEF_HD), ars_class("Fighter", 6, FIGHTER_HD))
+    got = ARS.import_(actor, "power-pool")
+    assert [w for w in got.warnings if w.startswith("several classes")] == [ARS_LEVEL_TAKEN]
+    actor["flags"] = {"mindscape": {"power-pool": {"hit_dice": 5}}}
+    got = ARS.import_(actor, "power-pool")
+    assert got.combatant["hit_dice"] == 5
+    assert not any(w.startswith("several classes") for w in got.warnings), got.warnings
 
 
 def test_a_multi_class_ars_psionicist_is_read_at_its_psionicist_level() -> None:
@@ -887,6 +940,9 @@ def test_a_multi_class_ars_psionicist_is_read_at_its_psionicist_level() -> None:
     assert (got.combatant["level"], got.combatant["class_group"]) == (4, "psionicist")
     assert "several classes (Fighter 6, Psionicist 4); level 4 taken, the psionicist " \
         "class's (Psionicist)" in got.warnings
+    assert "several classes (Fighter 6, Psionicist 4); class group psionicist taken from " \
+        "the psionicist class (Psionicist); flags.mindscape.revised-2e.class_group sets it" \
+        in got.warnings
     pool = ARS.import_(actor, "power-pool")
     assert (pool.combatant["hit_dice"], pool.combatant["die"]) == (6, 10)
 

@@ -763,6 +763,7 @@ def test_the_class_beside_the_level_taken_gives_the_class_group() -> None:
     attr(data, "class2")["current"] = "Mystic"
     got = SHEET.import_(data, "revised-2e")
     assert "class_group" not in got.combatant
+    assert not any("class group" in w for w in got.warnings if w.startswith("several"))
     assert any('"Mystic" 6 left out' in w for w in got.warnings)
     alone = ulcen()
     alone["attribs"].append({"name": "class1", "current": "Mystic", "max": ""})
@@ -774,23 +775,52 @@ def test_the_class_beside_the_level_taken_gives_the_class_group() -> None:
     assert SHEET.import_(data, "revised-2e").combatant["class_group"] == "wizard"
 
 
-def test_the_class_level_taken_of_several_is_still_said_while_it_gives_the_class_group(
-        ) -> None:
-    """docs/ADAPTERS.md: the warning naming the class level taken also names the class
-    the revised-2e class group comes from: a store setting only the level (psi_level)
-    leaves that group, and the warning; it goes when psi_class_group is set too."""
-    warning = ("several class levels (level-class1=4, level-class2=6); level taken as the "
+LEVEL_TAKEN = ("several class levels (level-class1=4, level-class2=6); level taken as the "
                "highest, 6 (no class is named a psionicist's: Psion...)")
+GROUP_TAKEN = ('several class levels (level-class1=4, level-class2=6); class group rogue '
+               'taken from the class of the highest level ("Thief", class2); psi_class_group '
+               'sets it')
+
+
+@pytest.mark.parametrize(("store", "said"), [
+    ({}, {LEVEL_TAKEN, GROUP_TAKEN}),
+    ({"psi_level": "5"}, {GROUP_TAKEN}),
+    ({"psi_class_group": "wizard"}, {LEVEL_TAKEN}),
+    ({"psi_level": "5", "psi_class_group": "wizard"}, set()),
+])
+def test_the_class_level_taken_of_several_is_said_of_its_level_and_of_its_class_group_apart(
+        store: dict[str, str], said: set[str]) -> None:
+    """docs/ADAPTERS.md: the class beside the level taken of several also gives the
+    revised-2e class group, and each is said in a warning of its own, withdrawn when the
+    state store sets what it explains: with psi_level 5 alone nothing says level 6 was
+    taken, but the group's origin still is; with psi_class_group alone the level taken
+    still is."""
     data = ulcen()
     data["attribs"] += [{"name": "class1", "current": "Fighter", "max": ""},
                         {"name": "class2", "current": "Thief", "max": ""},
-                        {"name": "psi_level", "current": "5", "max": ""}]
+                        *({"name": k, "current": v, "max": ""} for k, v in store.items())]
     attr(data, "level-class2")["current"] = "6"
     got = SHEET.import_(data, "revised-2e")
-    assert (got.combatant["level"], got.combatant["class_group"]) == (5, "rogue")
-    assert warning in got.warnings
-    data["attribs"].append({"name": "psi_class_group", "current": "rogue", "max": ""})
-    assert warning not in SHEET.import_(data, "revised-2e").warnings
+    c = got.combatant
+    assert (c["level"], c["class_group"]) == (int(store.get("psi_level", 6)),
+                                              store.get("psi_class_group", "rogue"))
+    assert {w for w in got.warnings if w.startswith("several class")} == said, got.warnings
+
+
+def test_a_power_pool_is_told_only_the_hit_dice_taken_of_several_class_levels() -> None:
+    """power-pool has no class group: of several class levels it is told only the Hit
+    Dice taken, withdrawn when psi_pool's max sets them."""
+    data = ulcen()
+    data["attribs"] += [{"name": "class1", "current": "Fighter", "max": ""},
+                        {"name": "class2", "current": "Thief", "max": ""}]
+    attr(data, "level-class2")["current"] = "6"
+    got = SHEET.import_(data, "power-pool")
+    assert [w for w in got.warnings if w.startswith("several class")] == \
+        ["several class levels (level-class1=4, level-class2=6); level taken as the highest, 6"]
+    data["attribs"].append({"name": "psi_pool", "current": "5", "max": "5"})
+    got = SHEET.import_(data, "power-pool")
+    assert got.combatant["hit_dice"] == 5
+    assert not any(w.startswith("several class") for w in got.warnings), got.warnings
 
 
 @pytest.mark.parametrize("named", ["Psionicist", "Psion", "psionicist (Dark Sun)"])
@@ -812,6 +842,9 @@ def test_a_multi_class_psionicist_fights_at_its_psionicist_level(named: str) -> 
     assert REVISED.combatant(c)["mthac0"] == 17
     assert (f"several class levels (level-class1=6, level-class2=4); level taken as the "
             f"psionicist class's ({json.dumps(named)}, level-class2), 4") in got.warnings
+    assert (f"several class levels (level-class1=6, level-class2=4); class group psionicist "
+            f"taken from the psionicist class ({json.dumps(named)}, class2); psi_class_group "
+            "sets it") in got.warnings
     pool = SHEET.import_(data, "power-pool")
     assert pool.combatant["hit_dice"] == 6
     assert ("several class levels (level-class1=6, level-class2=4); level taken as the "

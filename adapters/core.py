@@ -490,9 +490,11 @@ def hit_dice_count(value: Any, path: str, warn: Callable[[str], None] | None = N
 
     Less than one die (``1/2``, ``½``, ``0.5``) counts as 1; marks after the count
     (``11+``, ``11+3``, ``3*``) are ignored. A roll formula (``(18d10) + 36``,
-    ``2d8 + 1d6``) counts every die it rolls. Each assumption goes to ``warn``; the one
-    about a formula of several die sizes, which also names the die taken (``hit_die``),
-    goes to ``warn_die`` too, where the caller reads the die from the same text."""
+    ``2d8 + 1d6``) counts every die it rolls. Each assumption about the count goes to
+    ``warn``. Of a formula of several die sizes, the die taken (``hit_die``) is said
+    apart, to ``warn_die``, where the caller reads the die from the same text: the
+    psionic state store may set the count or the die without the other, and each
+    withdraws only the warning about itself."""
     note = warn if warn is not None else (lambda _text: None)
     if isinstance(value, int | float) and not isinstance(value, bool):
         if isinstance(value, float) and 0 < value < 1:
@@ -504,11 +506,12 @@ def hit_dice_count(value: Any, path: str, warn: Callable[[str], None] | None = N
     if dice is not None:
         count = sum(n for n, _ in dice)
         if len({sides for _, sides in dice}) > 1:
-            sizes = (f"Hit Dice {json_text(text.strip(), 40)} roll dice of several sizes; "
-                     f"counted as {count}, of d{_main_die(dice)}")
-            note(sizes)
-            if warn_die is not None:
-                warn_die(sizes)
+            sizes = f"Hit Dice {json_text(text.strip(), 40)} roll dice of several sizes"
+            note(f"{sizes}; counted as {count}, the dice of every size")
+            main = _main_die(dice)
+            if warn_die is not None and main in DICE:
+                # a die off the ladder is not taken: the caller's ``hit_die`` refuses it
+                warn_die(f"{sizes}; the die taken is d{main}, {_main_die_why(dice)}")
         return count
     found = _hit_dice_text(value, path)
     if found is None:
@@ -542,12 +545,28 @@ def hit_dice_count(value: Any, path: str, warn: Callable[[str], None] | None = N
     return count
 
 
-def _main_die(dice: list[tuple[int, int]]) -> int:
-    """The size of the die a formula rolls most of (the first such on a tie)."""
+def _die_counts(dice: list[tuple[int, int]]) -> dict[int, int]:
+    """How many dice of each size a formula rolls, the sizes in the order they come."""
     counts: dict[int, int] = {}
     for count, sides in dice:
         counts[sides] = counts.get(sides, 0) + count
+    return counts
+
+
+def _main_die(dice: list[tuple[int, int]]) -> int:
+    """The size of the die a formula rolls most of (the first such on a tie)."""
+    counts = _die_counts(dice)
     return max(counts, key=lambda sides: counts[sides])
+
+
+def _main_die_why(dice: list[tuple[int, int]]) -> str:
+    """Why ``_main_die`` took its die, as a warning says it: the size rolled most, or
+    on a tie the first of those."""
+    counts = _die_counts(dice)
+    most = max(counts.values())
+    if sum(1 for n in counts.values() if n == most) > 1:
+        return "the first of the sizes it rolls most of"
+    return "the size it rolls most of"
 
 
 def hit_die(value: Any, path: str) -> int | None:

@@ -117,8 +117,10 @@ def test_a_formula_of_several_die_sizes_uses_the_size_it_rolls_most_of() -> None
     3 of d8, with a warning that the sizes differ)", wherever that size comes in it."""
     got = OSE.import_(ose_monster("1d6 + 2d8"), "power-pool")
     assert (got.combatant["hit_dice"], got.combatant["die"]) == (3, 8)
-    assert 'Hit Dice "1d6 + 2d8" roll dice of several sizes; counted as 3, of d8' \
-        in got.warnings
+    assert 'Hit Dice "1d6 + 2d8" roll dice of several sizes; counted as 3, the dice of ' \
+        'every size' in got.warnings
+    assert 'Hit Dice "1d6 + 2d8" roll dice of several sizes; the die taken is d8, the ' \
+        'size it rolls most of' in got.warnings
 
 
 def test_a_formulas_dice_of_one_size_are_summed_wherever_they_come() -> None:
@@ -184,24 +186,63 @@ def test_a_level_taken_as_1_is_said_only_where_it_counts_and_not_over_the_store(
             assert warning not in got.warnings, (adapter.id, system)
 
 
-def test_a_formula_of_several_sizes_is_still_said_while_its_die_is_the_one_used() -> None:
-    """docs/ADAPTERS.md: the warning that a formula rolls several die sizes names both
-    the Hit Dice counted and the die taken; a store that sets only the Hit Dice leaves
-    the die read from the formula, and the warning that explains it stays. It goes
-    only when the store sets both (or, in revised-2e, the level)."""
-    warning = 'Hit Dice "1d6 + 2d8" roll dice of several sizes; counted as 3, of d8'
-    stores: list[tuple[str, dict[str, Any], bool]] = [
-        ("power-pool", {"hit_dice": 5}, True),
-        ("power-pool", {"die": 6}, True),
-        ("power-pool", {"hit_dice": 5, "die": 6}, False),
-        ("revised-2e", {"level": 5}, False),
-    ]
-    for system, store, said in stores:
-        actor = ose_monster("1d6 + 2d8")
-        actor["flags"] = {"mindscape": {system: store}}
-        got = OSE.import_(actor, system)
-        assert (warning in got.warnings) == said, (system, store)
-    assert warning not in OSE.import_(ose_monster("1d6 + 2d8"), "combat-strength").warnings
+COUNTED = 'Hit Dice "1d6 + 2d8" roll dice of several sizes; counted as 3, the dice of every size'
+DIE_TAKEN = 'Hit Dice "1d6 + 2d8" roll dice of several sizes; the die taken is d8, the size ' \
+    'it rolls most of'
+
+
+@pytest.mark.parametrize(("system", "store", "said"), [
+    ("power-pool", {}, {COUNTED, DIE_TAKEN}),
+    ("power-pool", {"hit_dice": 5}, {DIE_TAKEN}),
+    ("power-pool", {"die": 6}, {COUNTED}),
+    ("power-pool", {"hit_dice": 5, "die": 6}, set()),
+    ("revised-2e", {}, {COUNTED}),
+    ("revised-2e", {"level": 5}, set()),
+    ("combat-strength", {}, set()),
+])
+@pytest.mark.parametrize("adapter", [OSE, ARS])
+def test_a_formula_of_several_sizes_is_said_of_its_count_and_of_its_die_apart(
+        adapter: adapters.Adapter, system: str, store: dict[str, Any],
+        said: set[str]) -> None:
+    """docs/ADAPTERS.md: a formula rolling several die sizes gives the Hit Dice (all its
+    dice, 3) and the die (the size it rolls most of, d8), each said in a warning of its
+    own, withdrawn when the psionic state store sets that field (the count: power-pool's
+    ``hit_dice``, revised-2e's ``level``; the die: ``die``), as what it explains is then
+    the store's. A system without the field is told nothing of it."""
+    actor = ose_monster("1d6 + 2d8") if adapter is OSE else ars_npc("1d6 + 2d8")
+    actor["flags"] = {"mindscape": {system: store}}
+    got = adapter.import_(actor, system)
+    assert {w for w in got.warnings if "several sizes" in w} == said
+
+
+def test_a_formula_of_several_sizes_names_no_die_the_sheet_does_not_take_from_it() -> None:
+    """docs/ADAPTERS.md: the Roll20 sheet's pool die comes from ``psi_die`` or the class
+    group (a monster's d8), never from the Monster Sheet's Hit Dice box, so a formula
+    there of several sizes is said of its count only; a die the formula rolls most of
+    that is off the ladder is not named either (dnd5e then takes d8, and says so)."""
+    monster = {"id": "-MzMonster0000001", "name": "Umber hulk", "attribs": [
+        {"name": "hitdice", "current": "1d10 + 2d12", "max": ""}]}
+    got = SHEET.import_(monster, "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (3, 8)
+    assert [w for w in got.warnings if "several sizes" in w] == [
+        'Hit Dice "1d10 + 2d12" roll dice of several sizes; counted as 3, the dice of '
+        'every size']
+    aboleth = load("foundry/dnd5e/aboleth.json")
+    aboleth["system"]["attributes"]["hp"]["formula"] = "1d6 + 2d7"
+    got = adapters.get("foundry.dnd5e").import_(aboleth, "power-pool")
+    assert (got.combatant["hit_dice"], got.combatant["die"]) == (3, 8)
+    assert [w for w in got.warnings if "several sizes" in w] == [
+        'Hit Dice "1d6 + 2d7" roll dice of several sizes; counted as 3, the dice of '
+        'every size']
+
+
+def test_a_formula_of_several_sizes_rolled_as_often_says_the_first_is_taken() -> None:
+    """docs/ADAPTERS.md: of sizes rolled as often, the die is the first (``1d8 + 1d6``:
+    d8), and the warning says so rather than that it is rolled most."""
+    got = OSE.import_(ose_monster("1d8 + 1d6"), "power-pool")
+    assert got.combatant["die"] == 8
+    assert 'Hit Dice "1d8 + 1d6" roll dice of several sizes; the die taken is d8, the ' \
+        'first of the sizes it rolls most of' in got.warnings
 
 
 def test_a_mapped_dice_count_warning_is_withdrawn_when_the_store_sets_the_field() -> None:

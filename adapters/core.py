@@ -759,7 +759,7 @@ class Draft:
         (combat-strength has neither, so it is told nothing); withdrawn, as ``warn_for``'s
         are, when the psionic state store sets that field. What else the same reading
         gives (the class group of the class whose level is taken) is said in a warning
-        of its own (``warn_for``), withdrawn by the store's value for that field."""
+        of its own (``warn_class_group``), withdrawn by the store's value for that field."""
         for name in ("level", "hit_dice"):
             self.warn_for(name, text)
 
@@ -976,6 +976,25 @@ def pool_die(draft: Draft, levels: int, dice: Sequence[tuple[str, int]]) -> int 
         draft.warn_for("die", f"classes at level {levels} with different hit dice "
                        f"({listed}); the pool rolls the largest, d{die}")
     return die
+
+
+def warn_class_group(draft: Draft, several: str, name: str, shown: str, *,
+                     psionicist: bool, tied: bool) -> None:
+    """Say where the class group comes from when it is the group of class ``name`` (as
+    a warning shows it: ``shown``) of several (``several``, "several classes (Thief 4,
+    Fighter 6)"), the class whose level is taken: the psionicist class, else the class
+    of the highest level, ``tied`` when others have as many levels (the first is then
+    taken). Given only when a group is known for ``name``, and apart from the warning on
+    the level: each is withdrawn when the psionic state store sets what it explains
+    (``Draft.warn_for``), and a system with no class group is told nothing."""
+    group = class_group(name)
+    if group is None:
+        return
+    whose = (f"the first of the {'psionicist ' if psionicist else ''}classes of the "
+             "highest level" if tied else "the psionicist class" if psionicist
+             else "the class of the highest level")
+    draft.warn_for("class_group", f"{several}; class group {group} taken from {whose} "
+                   f"({shown}); {draft.store('class_group')} sets it")
 
 
 def best_class_save(draft: Draft) -> bool:

@@ -46,6 +46,7 @@ from .core import (
     to_int,
     to_text,
     type_name,
+    warn_class_group,
 )
 from .intelligence import text_intelligence
 from .mapping import Mapping as FieldMapping
@@ -480,15 +481,11 @@ def _psionicist_class(system: str, classes: Sequence[_Levels]) -> _Levels | None
                key=lambda c: c.levels, default=None)
 
 
-def _warn_class_group(draft: Draft, listed: str, whose: str, name: str) -> None:
-    """Say that the class group comes from class ``name`` of several (``listed``), the
-    one ``whose`` level is taken, when a group is known for it: withdrawn when the
-    psionic state store sets the class group (``Draft.warn_for``), as the warning on the
-    level taken is when it sets the level."""
-    group = class_group(name)
-    if group is not None:
-        draft.warn_for("class_group", f"several classes ({listed}); class group {group} "
-                       f"taken from {whose} ({name}); {draft.store('class_group')} sets it")
+def _tied(classes: Sequence[_Levelled], main: _Levelled, *, psionic: bool) -> bool:
+    """Whether another of ``classes`` (of the psionicist ones, when ``psionic``) has as
+    many levels as ``main``, the first of them, taken for the level and class group."""
+    return any(c is not main and c.levels == main.levels
+               and (not psionic or "psionicist" in class_groups(c.name)) for c in classes)
 
 
 @dataclass
@@ -684,7 +681,8 @@ class Dnd5e(FoundryAdapter):
                                  f"{level}")
                 # That class gives the class group too (below): said apart from the
                 # level, as the store may set either without the other.
-                _warn_class_group(draft, listed, "the psionicist class", main.name)
+                warn_class_group(draft, f"several classes ({listed})", main.name, main.name,
+                                 psionicist=True, tied=_tied(classes, main, psionic=True))
                 # Read at a class's own level, not dnd5e's sum of them, the character
                 # saves with the best of its classes, each at its own level (2e).
                 draft.classes = tuple((c.name, c.levels) for c in classes if c.levels)
@@ -1017,8 +1015,9 @@ class Ars(FoundryAdapter):
                              f"{why} ({main.name})")
             # That class gives the class group too (``sheet``): said apart from the
             # level, as the store may set either without the other.
-            _warn_class_group(draft, listed, "the psionicist class" if psionicist is not None
-                              else "the class of the highest level", main.name)
+            warn_class_group(draft, f"several classes ({listed})", main.name, main.name,
+                             psionicist=psionicist is not None,
+                             tied=_tied(classes, main, psionic=psionicist is not None))
         # the hit die only where the system rolls it: a class's ranks are not read (nor
         # refused) for a die the combatant has no field for
         die = self._pool_die(draft, classes) if "die" in FIELDS[draft.system] else None

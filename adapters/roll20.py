@@ -51,6 +51,7 @@ from .core import (
     to_bool,
     to_int,
     to_text,
+    warn_class_group,
 )
 from .intelligence import text_intelligence
 from .mapping import parse_mapping, read_mapped
@@ -621,7 +622,9 @@ class Adnd2eRevised(Roll20Adapter):
         psionic = [(level, key) for level, key in levels
                    if draft.system == "revised-2e"
                    and "psionicist" in class_groups(_class_name(char, key) or "")]
-        level, key = max(psionic or levels)
+        # of classes at as many levels, the first on the sheet (class1 before class2)
+        level, key = max(psionic or levels, key=lambda lk: (lk[0], -_class_number(lk[1])))
+        tied = sum(1 for lv, _ in psionic or levels if lv == level) > 1
         # each class at its own level (a box may name several): the character saves with
         # the best of them
         draft.classes = tuple((_class_name(char, k) or k, lv) for lv, k in levels)
@@ -637,13 +640,10 @@ class Adnd2eRevised(Roll20Adapter):
             # The class beside that level gives revised-2e's class group too (``sheet``):
             # said apart from the level, as the store may set either without the other,
             # each withdrawing its own warning.
-            group = class_group(named or "")
-            if group is not None:
-                whose = "the psionicist class" if psionic else "the class of the highest level"
-                box = char.spelled(f"class{key.removeprefix('level-class')}")
-                draft.warn_for("class_group", f"several class levels ({listed}); class group "
-                               f"{group} taken from {whose} ({json_text(named, 40)}, {box}); "
-                               f"{draft.store('class_group')} sets it")
+            box = char.spelled(f"class{_class_number(key)}")
+            warn_class_group(draft, f"several class levels ({listed})", named or "",
+                             f"{json_text(named, 40)}, {box}", psionicist=bool(psionic),
+                             tied=tied)
         return level, False, key
 
     def _revised(self, char: Character, draft: Draft) -> None:
@@ -777,9 +777,14 @@ def _pool_group(draft: Draft, level: int) -> str | None:
     return next((group for group, _ in groups if _GROUP_DIE[group] == die), None)
 
 
+def _class_number(level_key: str) -> int:
+    """The number of a class level attribute (1 of ``level-class1``)."""
+    return int(level_key.removeprefix("level-class"))
+
+
 def _class_name(char: Character, level_key: str) -> str | None:
     """The class named beside a class level (``class1`` beside ``level-class1``)."""
-    named = char.get(f"class{level_key.removeprefix('level-class')}")
+    named = char.get(f"class{_class_number(level_key)}")
     return to_text(named[0], named[1], 200) if named else None
 
 

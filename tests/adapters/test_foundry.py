@@ -929,6 +929,21 @@ def test_an_ars_power_pool_is_told_only_the_hit_dice_taken_of_several_classes() 
     assert not any(w.startswith("several classes") for w in got.warnings), got.warnings
 
 
+def test_the_class_group_taken_of_classes_at_one_level_says_it_is_the_first_of_them(
+        ) -> None:
+    """docs/ADAPTERS.md: of classes at the highest level the first gives the class group
+    (getMaxLevel's level is theirs alike), and the warning says it is the first of
+    them, not the one class of that level: a Thief 6 / Fighter 6 is a rogue; a
+    Fighter 6 / Thief 4 still names the class of the highest level."""
+    actor = ars_character(ars_class("Thief", 6, THIEF_HD), ars_class("Fighter", 6, FIGHTER_HD))
+    got = ARS.import_(actor, "revised-2e")
+    assert got.combatant["class_group"] == "rogue"
+    assert [w for w in got.warnings if "class group rogue" in w] == [
+        "several classes (Thief 6, Fighter 6); class group rogue taken from the first of the "
+        "classes of the highest level (Thief); flags.mindscape.revised-2e.class_group "
+        "sets it"]
+
+
 def test_a_multi_class_ars_psionicist_is_read_at_its_psionicist_level() -> None:
     """revised-2e counts PSPs, MTHAC0 and the modes known by the psionicist's level
     (RULES.md §1.1: psionicist MTHAC0 21 − level): a Fighter 6 / Psionicist 4 is read at

@@ -807,6 +807,30 @@ def test_the_class_level_taken_of_several_is_said_of_its_level_and_of_its_class_
     assert {w for w in got.warnings if w.startswith("several class")} == said, got.warnings
 
 
+def test_of_class_levels_as_high_the_first_on_the_sheet_gives_the_class_group() -> None:
+    """docs/ADAPTERS.md: of class levels as high, the first on the sheet (class1 before
+    class2, class9 before class10, whatever order the attributes come in) gives the
+    class group, and the warning says it is the first of them, not the one class of
+    that level."""
+    data = ulcen()
+    data["attribs"] = [a for a in data["attribs"] if not a["name"].startswith("level-class")]
+    data["attribs"] += [{"name": "level-class2", "current": "4", "max": ""},
+                        {"name": "class2", "current": "Thief", "max": ""},
+                        {"name": "level-class1", "current": "4", "max": ""},
+                        {"name": "class1", "current": "Fighter", "max": ""}]
+    got = SHEET.import_(data, "revised-2e")
+    assert got.combatant["class_group"] == "warrior"
+    assert [w for w in got.warnings if "class group" in w and w.startswith("several")] == [
+        'several class levels (level-class2=4, level-class1=4); class group warrior taken '
+        'from the first of the classes of the highest level ("Fighter", class1); '
+        'psi_class_group sets it']
+    for a in data["attribs"]:
+        a["name"] = {"level-class2": "level-class10", "class2": "class10",
+                     "level-class1": "level-class9", "class1": "class9"}.get(a["name"],
+                                                                             a["name"])
+    assert SHEET.import_(data, "revised-2e").combatant["class_group"] == "warrior"
+
+
 def test_a_power_pool_is_told_only_the_hit_dice_taken_of_several_class_levels() -> None:
     """power-pool has no class group: of several class levels it is told only the Hit
     Dice taken, withdrawn when psi_pool's max sets them."""

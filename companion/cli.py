@@ -521,6 +521,17 @@ def _params(text: str) -> dict[str, Any] | str:
     from .jsontext import parse
 
     try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        # A byte of the command line that is not UTF-8, which Python keeps as a lone
+        # surrogate (U+DC80 to U+DCFF): the parser would name an unpaired surrogate,
+        # which the user never typed, not the byte.
+        code = ord(text[exc.start])
+        shown = f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+        return (f"the params are not text (they hold bytes that are not UTF-8: the first, "
+                f"{shown}, is character {exc.start + 1}); give one JSON object in single "
+                f"quotes, as in {PARAMS_EXAMPLE}")
+    try:
         # The daemon's own strict parser: NaN, Infinity, 1e999 are refused here.
         params = parse(text)
     except (ValueError, RecursionError) as exc:

@@ -694,6 +694,28 @@ def test_a_method_name_that_is_not_utf8_is_refused_before_sending(
                            b"companion.info\n")
 
 
+def test_params_that_are_not_utf8_are_refused_naming_the_byte(
+        recording: Callable[[str], tuple[str, list[tuple[str, str, str]]]],
+        tmp_path: Path) -> None:
+    """docs/API.md: params that are not a JSON object are one line on stderr, exit 2,
+    nothing sent. Review of 042072c: params with a byte that is not UTF-8 (`mindscape
+    call dice.roll $'{"expr": "2d6\\xff"}'`) were refused, but as holding 'an unpaired
+    surrogate (\\ud800 to \\udfff alone)', which the user never typed: the refusal now
+    names the byte and where it is."""
+    listener, asked = recording("")
+    home = str(tmp_path)
+    subprocess.run([*MINDSCAPE, "token", "--home", home], capture_output=True,
+                   check=True, timeout=60)
+    done = subprocess.run([*MINDSCAPE, "call", "dice.roll", b'{"expr": "2d6\xff"}',
+                           "--home", home, "--url", listener], capture_output=True,
+                          timeout=60)
+    assert (done.returncode, done.stdout, asked) == (2, b"", [])
+    assert done.stderr == (b"mindscape: the params are not text (they hold bytes that are "
+                           b"not UTF-8: the first, \\xff, is character 14); give one JSON "
+                           b"object in single quotes, as in mindscape call dice.roll "
+                           b"'{\"expr\": \"2d6\"}'\n")
+
+
 def test_call_goes_straight_to_the_companion_whatever_proxy_the_environment_names(
         recording: Callable[[str], tuple[str, list[tuple[str, str, str]]]],
         tmp_path: Path, capsys: pytest.CaptureFixture[str],

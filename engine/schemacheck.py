@@ -467,7 +467,10 @@ def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any
     that keyword already). Python's ``re`` backtracks: a pattern as plain as
     ``[a-z]+:[0-9]+`` takes time in the square of the string's length where it does not
     match (a 1 MiB string: minutes, with every client waiting), so only strings
-    ``maxLength`` allows reach it. The quick yes checks the length first too."""
+    ``maxLength`` allows reach it. The quick yes checks a schema's lengths before its
+    pattern too. Only the ``maxLength`` of the pattern's own schema object counts: one
+    in another ``allOf`` branch, or beside a ``$ref`` to the pattern's schema, lets the
+    pattern run (docs/PLUGINS.md says so)."""
     limit = schema.get("maxLength") if isinstance(schema, Mapping) else None
     if isinstance(instance, str) and isinstance(limit, int | float) \
             and not isinstance(limit, bool) and len(instance) > limit:

@@ -534,7 +534,6 @@ async def test_plugin_params_nested_too_deep_to_check_are_invalid_params(
             {"path": "", "message": "the params are nested too deeply to check"}]}}
 
 
-
 async def test_a_string_over_its_max_length_is_refused_without_its_pattern(
         rpc_with: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """A plugin's ``pattern`` runs on Python's backtracking ``re``: ``[a-z]+:[0-9]+``
@@ -551,6 +550,7 @@ async def test_a_string_over_its_max_length_is_refused_without_its_pattern(
     unmatched = await rpc.error("schema.x", {"code": "abc"})
     assert [e["path"] for e in unmatched["data"]["errors"]] == ["/code"]
     assert "does not match" in unmatched["data"]["errors"][0]["message"]
+
 
 async def test_a_call_cancelled_while_its_plugin_method_runs_ends_cancelled(
         unruly: tuple[TestClient[Any, Any], str], caplog: pytest.LogCaptureFixture) -> None:

@@ -4,7 +4,7 @@
 // defender's default is written only once the exchange is resolved.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { defaultMethods, makeTable, revisedResult } from "../test-support/scenario.mjs";
+import { defaultMethods, encounterMethods, makeTable, revisedResult } from "../test-support/scenario.mjs";
 
 /**
  * The table, with a companion that notes, as `exchange.resolve` is called (the defense
@@ -103,4 +103,26 @@ test("a default that cannot be written after the exchange is resolved leaves the
   assert.equal(t.clients.gm.ChatMessage.created.length, 1, "the exchange's card was posted");
   assert.equal(actor.flags.mindscape?.defaultDefense, undefined);
   assert.ok(warned.some((w) => w.includes("could not be kept as the default")), warned.join("\n"));
+});
+
+test("a player who owns an actor only by its default ownership cannot declare its encounter choice; a player its ownership names can", async () => {
+  const { methods, enc } = encounterMethods();
+  const t = makeTable({ methods });
+  const ctl = t.clients.gm.svc.encounters;
+  await ctl.create([t.tokens.ulcenToken.uuid, t.tokens.fenkaToken.uuid], "Duel");
+  // "All Players: Owner" on Fenka (and so on her unlinked token's actor): Ann (p1, Ulcen's
+  // player) owns her too, but is not asked her choices, and may not declare them either.
+  t.actors.fenka.ownership.default = 3;
+  t.tokens.fenkaToken.actor.ownership.default = 3;
+  const revision = enc.revision;
+  const from = t.daemon.calls.length;
+  const form = { attackMode: "", defenseMode: "mind-blank" };
+  const outcome = await t.clients.p1.svc.relay.toGM("encounterDeclare", { combatantId: "fenka-tokF", form }).then((value) => ({ value }), (error) => ({ error }));
+  assert.equal(outcome.error?.name, "PermissionDeniedError", `Ann declared Fenka's choice: ${JSON.stringify(outcome.value)}`);
+  assert.deepEqual(t.daemon.calls.slice(from), [], "the companion is not asked anything");
+  assert.equal(enc.choices.size, 0);
+  assert.equal(enc.revision, revision);
+  // Bo (p2), whom her ownership names, still declares it.
+  await t.clients.p2.svc.relay.toGM("encounterDeclare", { combatantId: "fenka-tokF", form });
+  assert.deepEqual([...enc.choices], [["fenka-tokF", { defense: { mode: "mind-blank" } }]]);
 });

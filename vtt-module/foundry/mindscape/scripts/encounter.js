@@ -1364,13 +1364,19 @@ export class EncounterController {
     }
   }
 
-  /** A player's own declaration relayed to the GM: only for a combatant the sender owns. */
+  /**
+   * A player's own declaration relayed to the GM: only for a combatant whose choices the
+   * sender answers (`answersFor`: its actor's ownership names the sender as an owner). An
+   * owner only through the default ownership ("All Players: Owner") is refused, as it is
+   * not asked: the GM answers for such a combatant, which the attacker's own player
+   * would otherwise declare the defense of.
+   */
   async declareFor({ combatantId, form }, sender) {
     const meta = this.meta;
     const entry = meta.combatants?.[combatantId];
     if (!entry) throw new UsageError("MINDSCAPE.Error.NoEncounter");
     const { actor } = await this.docsOf(entry);
-    if (!sender?.isGM && !actor.testUserPermission?.(sender, "OWNER")) throw new PermissionDeniedError({ who: actor.name });
+    if (!sender?.isGM && !this.svc.answersFor(sender, actor)) throw new PermissionDeniedError({ who: actor.name });
     return this.declareForm(combatantId, form);
   }
 

@@ -297,8 +297,21 @@ export class Mindscape {
    */
   ownerOf(actor) {
     const players = (this.game.users?.contents ?? [...(this.game.users ?? [])])
-      .filter((u) => u.active && !u.isGM && Number(actor?.ownership?.[u.id]) >= OWNER_LEVEL);
+      .filter((u) => u.active && this.answersFor(u, actor));
     return players.find((u) => u.character?.id === actor.id) ?? players[0] ?? null;
+  }
+
+  /**
+   * Whether the player `user` answers for `actor` (`ownerOf` picks among them): the
+   * actor's ownership names it as an owner (OWNER, level 3), not only its default
+   * ownership. An unlinked token's actor holds its base actor's ownership (with any the
+   * token's own delta sets over it). The GM answers for every other actor, and declares
+   * for it: a player's own declaration is taken only for an actor it answers for
+   * (encounter.js `declareFor`), or any player, the attacker's own among them, could
+   * declare the defense of an actor all players own.
+   */
+  answersFor(user, actor) {
+    return Boolean(user) && !user.isGM && Number(actor?.ownership?.[user.id]) >= OWNER_LEVEL;
   }
 
   /** The ids of the world's GMs, as Foundry whispers a private or blind roll to them. */

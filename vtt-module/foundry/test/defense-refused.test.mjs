@@ -100,6 +100,8 @@ test("revised-2e: without an answer the second time, no defense is raised; a def
   assert.equal(again.length, 3, "asked at the attack, then twice more");
   assert.equal(defenseDialogs(t2.clients.p2).length, 3);
   assert.equal(t2.clients.gm.ChatMessage.created.length, 0);
+  // No exchange resolved: none of the choices is remembered as the default.
+  assert.equal(t2.tokens.fenkaToken.actor.flags.mindscape.defaultDefense, undefined);
 });
 
 test("revised-2e: the questions asked again are counted for the whole attack, not per target, so that the attacker's wait stays bounded", async () => {
@@ -242,6 +244,10 @@ test("power-pool waves: only the mind the refusal names chooses again; the other
   assert.equal(asked.length, 2);
   assert.match(asked[1].arg.context.refused, /Goblin is asleep/);
   assert.match(t.clients.gm.notes.warn.at(-1), /refused the defense chosen for Goblin \(defender-unaware/);
+  // Once the wave is resolved, the choice that stood is Fenka's default; the Goblin's,
+  // refused and then asked again, is not remembered.
+  assert.equal(t.tokens.fenkaToken.actor.flags.mindscape.defaultDefense?.[POOL], "pinnacle-of-will");
+  assert.equal(t.tokens.goblinToken.actor.flags.mindscape.defaultDefense, undefined);
 });
 
 test("power-pool: a creature under control found nowhere is told to the GM once for the exchange, also when the mind struck chooses its defense again", async () => {

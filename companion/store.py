@@ -394,6 +394,15 @@ def _beside(path: pathlib.Path, end: str) -> pathlib.Path:
     return path.with_name(path.name + end)
 
 
+def _identity(path: pathlib.Path) -> tuple[int, int] | None:
+    """Which file ``path`` names (device and inode), ``None`` when it names none."""
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        return None
+    return status.st_dev, status.st_ino
+
+
 def _check_writable(path: pathlib.Path) -> None:
     """Refuse a store file (or its -wal or -shm beside it) that this user cannot write.
     SQLite opens it all the same, read only: the daemon would start, serve reads and
@@ -471,6 +480,8 @@ class SQLiteStore(EncounterStore):
         # Transactions in flight, kept referenced so a cancelled caller's shielded write
         # is neither garbage-collected nor cut off by close().
         self._running: set[asyncio.Task[Any]] = set()
+        # The store file and its write-ahead log as opened (``_check_files``).
+        self._files: dict[pathlib.Path, tuple[int, int] | None] = {}
 
     # -- opening ---------------------------------------------------------------------
     async def open(self) -> None:
@@ -500,6 +511,8 @@ class SQLiteStore(EncounterStore):
         except BaseException:
             await db.close()
             raise
+        self._files = {file: _identity(file)
+                       for file in (self.path, _beside(self.path, "-wal"))}
         self._db = db
 
     async def _prepare(self, db: aiosqlite.Connection) -> None:
@@ -608,6 +621,8 @@ class SQLiteStore(EncounterStore):
                     await db.execute(f"BEGIN {mode}")
                     try:
                         result = await body(db)
+                        if mode == "IMMEDIATE":
+                            self._check_files(doing)
                         await db.execute("COMMIT")
                     except BaseException:
                         # A failed COMMIT may already have ended the transaction.
@@ -633,6 +648,27 @@ class SQLiteStore(EncounterStore):
             # ``task`` made every refused call (an unknown id, say) a reference cycle of
             # a dozen frames, its request's included, left for the garbage collector.
             del task
+
+    def _check_files(self, doing: str) -> None:
+        """``StoreUnavailable`` when the store file or its write-ahead log no longer has
+        its name (deleted, or another file moved over it) since the store was opened.
+
+        SQLite keeps writing to the files it opened, whatever their names now: a step
+        committed then would be acknowledged and lost with the file, at the daemon's
+        stop or at a kill (a deleted log takes every step since the last checkpoint
+        with it). So the write is rolled back instead, like any the disk refuses."""
+        for file, opened in self._files.items():
+            try:
+                now = _identity(file)
+            except OSError as error:
+                raise StoreUnavailable(f"{doing}: cannot look at {file}: {error}; nothing "
+                                       "was written") from error
+            if opened is not None and now != opened:
+                raise StoreUnavailable(
+                    f"{doing}: {file} was deleted or replaced while the daemon ran, and "
+                    "SQLite would write to the file it opened, which no longer has that "
+                    "name: nothing was written. Stop the daemon and start it again "
+                    "(with the store's files put back, or moved aside for a new store)")
 
     def _finished(self, task: asyncio.Task[Any]) -> None:
         self._running.discard(task)

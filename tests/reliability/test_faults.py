@@ -263,3 +263,43 @@ def test_a_read_only_home_at_start_stops_the_daemon_with_a_message_naming_the_fi
     assert str(home / "mindscape.sqlite3") in output
     assert "Traceback" not in output
     assert fingerprint(home) == before
+
+
+# -- the store's files taken away while the daemon runs --------------------------------------
+def _copy_over(path: Path) -> None:
+    """Another file moved over the store (a backup put back while the daemon runs)."""
+    copy = path.with_name("copy")
+    shutil.copyfile(path, copy)
+    os.replace(copy, path)
+
+
+TAKEN_AWAY: dict[str, Callable[[Path], None]] = {
+    "store deleted": lambda path: path.unlink(),
+    "write-ahead log deleted": lambda path: path.with_name(path.name + "-wal").unlink(),
+    "store replaced": _copy_over,
+}
+
+
+@pytest.mark.parametrize("taken", sorted(TAKEN_AWAY))
+async def test_a_store_file_deleted_or_replaced_while_running_refuses_writes(
+        taken: str, start_daemon: DaemonFactory) -> None:
+    """SQLite goes on writing to the files it opened, whatever their names now: each
+    write would be acknowledged into a file that no name leads to, and lost with it at
+    the stop (a deleted write-ahead log, at the next kill). Before this was checked, all
+    of them were acknowledged (and after a deleted log and a SIGKILL, the restarted
+    daemon knew nothing of the encounter). Now each is refused like a write the disk
+    refuses, and reads go on."""
+    daemon = start_daemon()
+    ledger = Ledger()
+    async with Client(daemon.url, daemon.token, ledger) as client:
+        encounter = await new_encounter(client, "combat-strength", "taken away")
+        await step(client, "combat-strength", encounter, 0)
+    acknowledged = len(ledger.acks)
+    TAKEN_AWAY[taken](daemon.home / "mindscape.sqlite3")
+    refusals = await write_until_refused(daemon, ledger, encounter, steps=3)
+    assert len(refusals) == 3
+    for fault in refusals:
+        check_refusal(fault)
+    assert len(ledger.acks) == acknowledged
+    assert request(daemon, "GET", "/healthz").status == 200
+    assert "was deleted or replaced while the daemon ran" in daemon.output()

@@ -49,6 +49,7 @@ import pathlib
 import re
 import secrets
 import sqlite3
+import struct
 from abc import ABC, abstractmethod
 from collections.abc import (
     AsyncIterator,
@@ -83,6 +84,16 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 SQLITE_HEADER_SIZE = 100
 #: a write-ahead log's own header; a log no longer than it holds no frame (no step)
 WAL_HEADER_SIZE = 32
+#: A write-ahead log's first four bytes: its checksums read the file as little-endian
+#: (…82) or big-endian (…83) 32-bit words (https://www.sqlite.org/fileformat.html, "WAL
+#: File Format").
+WAL_MAGIC = {0x377F0682: "<", 0x377F0683: ">"}
+WAL_VERSION = 3007000
+WAL_FRAME_HEADER_SIZE = 24
+#: Committed transactions found past where SQLite stops reading a damaged log that stop
+#: the start. A power cut in the middle of a commit can leave one behind, unacknowledged
+#: (its frames written out of order); damage to acknowledged steps leaves one for each.
+LOST_COMMITS_REFUSED = 2
 #: Lines of ``PRAGMA quick_check`` output a start that finds damage shows.
 QUICK_CHECK_LINES = 5
 #: Python's sqlite3 error for a text value that is not UTF-8 (it quotes the value).
@@ -389,6 +400,73 @@ def _check_header(path: pathlib.Path) -> None:
                                  f"{SQLITE_HEADER_SIZE}-byte SQLite header")
 
 
+def _wal_checksum(data: bytes, order: str, sums: tuple[int, int]) -> tuple[int, int]:
+    """SQLite's running checksum of a write-ahead log, carried on over ``data``."""
+    s1, s2 = sums
+    words = struct.unpack(f"{order}{len(data) // 4}I", data)
+    for i in range(0, len(words), 2):
+        s1 = (s1 + words[i] + s2) & 0xFFFFFFFF
+        s2 = (s2 + words[i + 1] + s1) & 0xFFFFFFFF
+    return s1, s2
+
+
+def _check_log_frames(path: pathlib.Path) -> None:
+    """Refuse a write-ahead log beside ``path`` that is damaged before transactions it
+    committed: SQLite reads a log up to its first frame whose checksum fails and takes
+    that as the end, so the acknowledged steps after it would be dropped without a word,
+    and written over by the next step.
+
+    Read as SQLite recovers a log (https://www.sqlite.org/fileformat.html, "WAL File
+    Format"): a frame counts while its salts are the header's and its checksum carries
+    on from the frame before. Past the first that does not, the commit frames with the
+    header's salts (a restarted log keeps older frames, with other salts, past its end)
+    are transactions lost; a power cut mid-commit can leave one, so it takes
+    ``LOST_COMMITS_REFUSED``. A log whose own header is not valid is left to SQLite,
+    which ignores it as a whole."""
+    wal = _beside(path, "-wal")
+    try:
+        with wal.open("rb") as file:
+            data = file.read()
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise StoreUnavailable(f"cannot read {wal}: {error}") from error
+    if len(data) < WAL_HEADER_SIZE:
+        return
+    magic, version, page_size, _, salt1, salt2, sum1, sum2 = struct.unpack(
+        ">8I", data[:WAL_HEADER_SIZE])
+    order = WAL_MAGIC.get(magic)
+    page_size = 65536 if page_size == 1 else page_size
+    if order is None or version != WAL_VERSION or not 512 <= page_size <= 65536 \
+            or page_size & (page_size - 1) \
+            or _wal_checksum(data[:24], order, (0, 0)) != (sum1, sum2):
+        return
+    sums: tuple[int, int] | None = (sum1, sum2)
+    frame_size = WAL_FRAME_HEADER_SIZE + page_size
+    broken = lost = 0
+    for number, offset in enumerate(range(WAL_HEADER_SIZE, len(data) - frame_size + 1,
+                                          frame_size), start=1):
+        page, commit, frame_salt1, frame_salt2, check1, check2 = struct.unpack(
+            ">6I", data[offset:offset + WAL_FRAME_HEADER_SIZE])
+        ours = (frame_salt1, frame_salt2) == (salt1, salt2)
+        if sums is not None:
+            if ours and page:
+                sums = _wal_checksum(data[offset:offset + 8], order, sums)
+                sums = _wal_checksum(
+                    data[offset + WAL_FRAME_HEADER_SIZE:offset + frame_size], order, sums)
+                if sums == (check1, check2):
+                    continue
+            sums, broken = None, number
+        if ours and commit:
+            lost += 1
+    if lost >= LOST_COMMITS_REFUSED:
+        raise StoreCorrupt(path, (
+            f"its write-ahead log {wal.name} is damaged at frame {broken}: SQLite would "
+            f"read it only up to there and drop the {lost} transactions it committed "
+            "after it (acknowledged steps), then write over them (moving only the log "
+            "aside keeps the store as it was at its last checkpoint)"))
+
+
 def _beside(path: pathlib.Path, end: str) -> pathlib.Path:
     """The file SQLite keeps beside the store ``path``: its ``-wal`` or ``-shm``."""
     return path.with_name(path.name + end)
@@ -499,6 +577,7 @@ class SQLiteStore(EncounterStore):
             raise StoreUnavailable(f"cannot create the folder of {self.path}: {error}"
                                    ) from error
         _check_header(self.path)
+        _check_log_frames(self.path)
         _check_writable(self.path)
         try:
             db = await aiosqlite.connect(self.path, isolation_level=None,

@@ -1466,3 +1466,52 @@ async def test_every_acknowledged_step_survives_sigkill(tmp_path: pathlib.Path) 
     assert [s.state for s in log[: acknowledged[-1]]] == [
         {"n": n} for n in range(1, acknowledged[-1] + 1)]
     assert len(log) == record.revision and record.state == {"n": record.revision}
+
+
+def _snapshot_with_log(folder: pathlib.Path, restart: bool) -> pathlib.Path:
+    """A store file and its write-ahead log copied while a connection still has them
+    open (as a kill leaves them): 30 commits; with ``restart``, 40 commits checkpointed
+    and then 3 more, written from the log's start over the older frames, which stay
+    past them with other salts. The copy of the store file."""
+    live = folder / "live.sqlite3"
+    db = sqlite3.connect(live, isolation_level=None)
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA wal_autocheckpoint = 0")
+    db.execute("CREATE TABLE t (x TEXT)")
+    for number in range(40 if restart else 30):
+        db.execute("INSERT INTO t VALUES (?)", (str(number) * 500,))
+    if restart:
+        db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        for number in range(3):
+            db.execute("INSERT INTO t VALUES (?)", (str(number),))
+    copy = folder / "copy.sqlite3"
+    shutil.copyfile(live, copy)
+    shutil.copyfile(folder / "live.sqlite3-wal", folder / "copy.sqlite3-wal")
+    db.close()
+    return copy
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["one run", "restarted log"])
+def test_a_sound_write_ahead_log_is_not_taken_for_a_damaged_one(
+        tmp_path: pathlib.Path, restart: bool) -> None:
+    """The frames of a log all count (and a restarted log's older frames, with other
+    salts, are none of its own): SQLite's checksum as ``_check_log_frames`` reads it
+    agrees with SQLite."""
+    copy = _snapshot_with_log(tmp_path, restart)
+    store_module._check_log_frames(copy)
+    rows = sqlite3.connect(copy).execute("SELECT count(*) FROM t").fetchone()[0]
+    assert rows == (43 if restart else 30)
+
+
+def test_a_write_ahead_log_damaged_before_commits_is_refused_untouched(
+        tmp_path: pathlib.Path) -> None:
+    copy = _snapshot_with_log(tmp_path, False)
+    wal = tmp_path / "copy.sqlite3-wal"
+    data = bytearray(wal.read_bytes())
+    data[32 + 24 + 200] ^= 0xFF  # in the page of the first frame
+    wal.write_bytes(bytes(data))
+    with pytest.raises(StoreCorrupt, match=re.escape(
+            "write-ahead log copy.sqlite3-wal is damaged at frame 1: SQLite would read it "
+            "only up to there and drop the 31 transactions")):  # the table and 30 rows
+        store_module._check_log_frames(copy)
+    assert wal.read_bytes() == bytes(data)

@@ -47,6 +47,12 @@ if TYPE_CHECKING:
     import ipaddress
 
 FOUNDRY_SETTING = "Game Settings › Configure Settings › Mindscape › Pair with the companion"
+#: the Roll20 bridge's pairing, in the words its badge, its settings box and the Mod
+#: script show (vtt-module/roll20/mindscape-bridge.user.js, Mindscape.js `!psi pair`)
+ROLL20_PAIRING = ("click the Mindscape badge bottom left (the bridge userscript, GM's tab), "
+                  "give Companion URL {url} and the token, Save and test; then type !psi "
+                  "pair in the chat, paste the code it whispers under Pairing code, Save "
+                  "and test")
 #: seconds ``mindscape call`` waits for an answer: longer than the daemon gives a
 #: plugin's method (``rpc.PLUGIN_METHOD_TIMEOUT``, 30 s), so the daemon's own answer to
 #: one that hangs ("did not answer within 30 s", with its error id) is what it prints
@@ -240,7 +246,8 @@ def _banner(settings: Settings, url: str, token_command: str) -> str:
         f"  1. the access token is in {settings.token_path}; show it with `{token_command}`",
         f"  2. Foundry VTT: {FOUNDRY_SETTING}: address {url}, paste the token, press "
         "Test the connection",
-        f"  3. allowed browser origins: {', '.join(settings.allow_origins)} "
+        f"  3. Roll20: {ROLL20_PAIRING.format(url=url)}",
+        f"  4. allowed browser origins: {', '.join(settings.allow_origins)} "
         "(add more with --allow-origin)",
         "Stop with Ctrl+C.",
     ])

@@ -91,8 +91,11 @@ with the companion</i>; check the address <code>{escape(url)}</code>, paste the 
 press <i>Test the connection</i> (the token is a client setting, kept in that browser
 only).</li>
 <li>Roll20 (with the Mindscape bridge userscript): open the game as GM, click the
-<i>Mindscape</i> badge bottom left, enter the same address and token (see docs/ROLL20.md
-for when <code>--allow-origin https://app.roll20.net</code> is needed).</li>
+<i>Mindscape</i> badge bottom left, give <i>Companion URL</i> <code>{escape(url)}</code>
+and the token, press <i>Save and test</i>; then type <code>!psi pair</code> in the chat,
+paste the code it whispers to you under <i>Pairing code</i> and press <i>Save and
+test</i> again: the badge turns to <i>Mindscape: connected</i> (see docs/ROLL20.md for
+when <code>--allow-origin https://app.roll20.net</code> is needed).</li>
 <li>Browsers on other pages than <code>{escape(', '.join(settings.allow_origins))}</code>
 are refused; start the daemon with <code>--allow-origin https://your.foundry.host</code>
 to allow another one.</li>

@@ -35,7 +35,7 @@ from companion.openrpc import PLUGIN_ERROR_MESSAGE
 from companion.plugins import MAX_SYSTEM_ID
 from companion.registry import METHOD_NAME
 from companion.rpc import PLUGIN_METHOD_TIMEOUT
-from companion.settings import DEFAULT_HOST, DEFAULT_ORIGINS, DEFAULT_PORT, Limits
+from companion.settings import DEFAULT_HOST, DEFAULT_ORIGINS, DEFAULT_PORT, Limits, Settings
 from companion.store import PARSE_SLICE
 from companion.tokens import MAX_TOKEN_FILE, TOKEN_BYTES
 from engine.dice import MAX_SUPPLIED_DICE
@@ -677,3 +677,39 @@ def test_readme_gives_serves_defaults() -> None:
                                                            defaults["--port"]]
     assert _one(r"listens on ([\d.]+:\d+)\)", readme).group(1) \
         == f"{defaults['--host']}:{defaults['--port']}"
+
+
+#: What the Foundry module and the Roll20 bridge show a GM who pairs them.
+FOUNDRY_LANG = ROOT / "vtt-module" / "foundry" / "mindscape" / "lang" / "en.json"
+ROLL20_BRIDGE = ROOT / "vtt-module" / "roll20" / "mindscape-bridge.user.js"
+ROLL20_MOD = ROOT / "vtt-module" / "roll20" / "Mindscape.js"
+
+
+async def test_the_pairing_steps_of_the_banner_and_status_page_name_what_the_vtts_show(
+        rpc: Rpc) -> None:
+    """The pairing steps ``serve`` prints and the status page shows name the Foundry
+    menu and button by their en.json labels, and cover Roll20 whole: the badge's settings
+    box (Companion URL, Pairing code, Save and test), ``!psi pair`` as the Mod script
+    takes it, and the badge's "connected". Roll20's step once lacked the pairing code,
+    without which the bridge relays nothing, and the banner had no Roll20 step."""
+    pairing = json.loads(FOUNDRY_LANG.read_text(encoding="utf-8"))["MINDSCAPE"]["Pairing"]
+    assert cli.FOUNDRY_SETTING == ("Game Settings › Configure Settings › Mindscape › "
+                                   + pairing["MenuLabel"])
+    bridge = ROLL20_BRIDGE.read_text(encoding="utf-8")
+    mod = ROLL20_MOD.read_text(encoding="utf-8")
+    assert "!psi pair" in mod and "'Mindscape: ${state}'" in bridge.replace("`", "'")
+    labels = ["Companion URL", "Pairing code", "Save and test"]
+    for label in labels:
+        assert f"'{label}" in bridge, label
+    assert "connected:" in bridge
+    banner = cli._banner(Settings(home=Path("/nowhere")), "http://127.0.0.1:1",
+                         "mindscape token")
+    roll20 = _one(r"  \d\. Roll20: [^\n]*", banner).group(0)
+    assert all(label in roll20 for label in [*labels, "!psi pair", "http://127.0.0.1:1"])
+    assert f"press {pairing['Test']}" in banner
+    page = await (await rpc.client.get("/")).text()
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", page))
+    assert f"{cli.FOUNDRY_SETTING}; check the address" in text
+    assert f"press {pairing['Test']}" in text
+    roll20 = text[text.index("Roll20 (with"):text.index("Browsers on other pages")]
+    assert all(label in roll20 for label in [*labels, "!psi pair", "Mindscape: connected"])

@@ -504,7 +504,10 @@ def test_the_banner_says_where_to_call_and_how_to_pair_and_loopback_is_not_warne
         f"--home {home}`",
         "  2. Foundry VTT: Game Settings › Configure Settings › Mindscape › Pair with the "
         f"companion: address {url}, paste the token, press Test the connection",
-        "  3. allowed browser origins: http://localhost:30000, http://127.0.0.1:30000, "
+        "  3. Roll20: click the Mindscape badge bottom left (the bridge userscript, GM's "
+        f"tab), give Companion URL {url} and the token, Save and test; then type !psi "
+        "pair in the chat, paste the code it whispers under Pairing code, Save and test",
+        "  4. allowed browser origins: http://localhost:30000, http://127.0.0.1:30000, "
         "https://vtt.example (add more with --allow-origin)",
         "Stop with Ctrl+C."]
 

@@ -325,6 +325,17 @@ test('what a command would drop unsaid is refused before anything is done: an op
 // docs/ROLL20.md, read by a GM to learn the commands.
 const ROLL20_MD = fileURLToPath(new URL('../../../docs/ROLL20.md', import.meta.url));
 
+test('ROLL20.md\'s table of what the badge says names every state the userscript shows, and no other (mindscape-bridge.user.js setStatus and its fails)', () => {
+  const bridge = readFileSync(fileURLToPath(new URL('../mindscape-bridge.user.js', import.meta.url)), 'utf8');
+  const shown = new Set([...bridge.matchAll(/setStatus\('([a-z ]+)'|fail: '([a-z ]+)'/g)].map((m) => m[1] || m[2]));
+  shown.delete('starting'); // only until the first check, which follows at once
+  const doc = readFileSync(ROLL20_MD, 'utf8');
+  const table = doc.slice(doc.indexOf('| badge | meaning | what to do |'));
+  const rows = table.slice(0, table.indexOf('\n\n')).split('\n').slice(2);
+  const named = new Set(rows.flatMap((row) => [...row.split('|')[1].matchAll(/`([a-z ]+)`/g)].map((m) => m[1])));
+  assert.deepEqual([...named].sort(), [...shown].sort());
+});
+
 test('the help handout comes for !psi --help, !psi help, !psi alone and --help beside any command, which then does nothing else (ROLL20.md: !psi --help)', () => {
   const ctx = campaign();
   for (const content of ['!psi --help', '!psi help', '!psi', `!psi attack --target ${ctx.tokens.fenka.id} --mode ego-whip --help`, '!psi round --help']) {

@@ -693,8 +693,8 @@ async def test_the_pairing_steps_of_the_banner_and_status_page_name_what_the_vtt
     takes it, and the badge's "connected". Roll20's step once lacked the pairing code,
     without which the bridge relays nothing, and the banner had no Roll20 step."""
     pairing = json.loads(FOUNDRY_LANG.read_text(encoding="utf-8"))["MINDSCAPE"]["Pairing"]
-    assert cli.FOUNDRY_SETTING == ("Game Settings › Configure Settings › Mindscape › "
-                                   + pairing["MenuLabel"])
+    assert cli.FOUNDRY_SETTING.rsplit(" › ", 1) == [
+        "Game Settings › Configure Settings › Mindscape", pairing["MenuLabel"]]
     bridge = ROLL20_BRIDGE.read_text(encoding="utf-8")
     mod = ROLL20_MOD.read_text(encoding="utf-8")
     assert "!psi pair" in mod and "'Mindscape: ${state}'" in bridge.replace("`", "'")

@@ -713,3 +713,13 @@ async def test_the_pairing_steps_of_the_banner_and_status_page_name_what_the_vtt
     assert f"press {pairing['Test']}" in text
     roll20 = text[text.index("Roll20 (with"):text.index("Browsers on other pages")]
     assert all(label in roll20 for label in [*labels, "!psi pair", "Mindscape: connected"])
+
+
+def test_the_foundry_pairing_help_names_every_origin_the_daemon_allows_by_default() -> None:
+    """The Foundry pairing dialog's help on origins (en.json ``HelpOrigin``) names each
+    origin the daemon allows without ``--allow-origin``: it once named localhost only,
+    and a GM on http://127.0.0.1:30000 was told to add an origin already allowed."""
+    pairing = json.loads(FOUNDRY_LANG.read_text(encoding="utf-8"))["MINDSCAPE"]["Pairing"]
+    named = re.findall(r"https?://[\w.-]+:\d+",
+                       pairing["HelpOrigin"].split("by default")[0])
+    assert sorted(named) == sorted(DEFAULT_ORIGINS)

@@ -126,3 +126,29 @@ test("a player who owns an actor only by its default ownership cannot declare it
   await t.clients.p2.svc.relay.toGM("encounterDeclare", { combatantId: "fenka-tokF", form });
   assert.deepEqual([...enc.choices], [["fenka-tokF", { defense: { mode: "mind-blank" } }]]);
 });
+
+test("a defender the attacker's own player co-owns is asked of its other owner, not of the attacker's player", async () => {
+  const t = makeTable({
+    dialogs: {
+      p1: { defenseDialog: { mode: "thought-shield" } },
+      p2: { defenseDialog: { mode: "mind-blank" } },
+    },
+  });
+  // Ann (p1, Ulcen's player, first among the users) and Bo (p2) both own Fenka.
+  t.actors.fenka.ownership.pl0001 = 3;
+  t.tokens.fenkaToken.actor.ownership.pl0001 = 3;
+  await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  assert.equal(t.clients.p1.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 0, "the attacker's player chose the defense against its own attack");
+  assert.equal(t.clients.p2.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 1);
+  assert.deepEqual(t.daemon.calls.find((c) => c.method === "exchange.resolve").params.defense, { mode: "mind-blank" });
+});
+
+test("a defender whose only owner is the attacker's own player is still asked of that player", async () => {
+  const t = makeTable({ dialogs: { p1: { defenseDialog: { mode: "thought-shield" } }, gm: { defenseDialog: { mode: "mind-blank" } } } });
+  t.actors.fenka.ownership = { pl0001: 3 };
+  t.tokens.fenkaToken.actor.ownership = { pl0001: 3 };
+  await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  assert.equal(t.clients.p1.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 1);
+  assert.equal(t.clients.gm.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 0);
+  assert.deepEqual(t.daemon.calls.find((c) => c.method === "exchange.resolve").params.defense, { mode: "thought-shield" });
+});

@@ -573,3 +573,17 @@ test("Draw in is offered only to the mind struck first (the companion refuses an
   // A single target leads its own defense.
   assert.deepEqual((await ctl.choiceContext("fenka-tokF", defensePhase({ wolf: beast(), hound: beast() }))).pool.allies.map((a) => a.name), ["Wolf", "Hound"]);
 });
+
+test("a creature the attacker's own player co-owns is asked to join the defense against that attack on its other owner's client", async () => {
+  const { t, calls, placed } = await attackTable({
+    dialogs: { p1: { joinDialog: { join: null, timedOut: false } }, p2: { joinDialog: { join: "0", timedOut: false } } },
+    creatures: [{ name: "Turncoat", profile: seer(), owner: "p1" }],
+  });
+  // Ann (p1, Ulcen's player, first among the users) and Bo (p2) both own the Turncoat.
+  placed.Turncoat.actor.ownership[t.p2.id] = 3;
+  const gm = t.clients.gm;
+  await gm.svc.attack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.goblinToken.uuid], attack: { mode: "mental-stab" } }, t.p1);
+  assert.deepEqual(asked(t.clients.p1), [], "the attacker's player chose whether to join the defense against its own attack");
+  assert.deepEqual(asked(t.clients.p2).map((q) => q.groups[0].names), ["Goblin"]);
+  assert.deepEqual(refIds(calls[0].allies), ["turncoat"]);
+});

@@ -294,11 +294,18 @@ export class Mindscape {
    * not asked: that is every player, the attacker's own among them, who would then learn
    * (and choose) the defense against its own attack; the GM answers for such an actor,
    * as the Roll20 Mod script does for a character controlled by "all".
+   *
+   * `attackingPlayer` (the id of the player who asked for an attack, for the questions
+   * tied to it: a defense, joining one): that player is asked only when no other player
+   * answers for the actor, or it would choose the defense against its own attack. As the
+   * actor's only owner it is still asked: it knows both sides anyway.
    */
-  ownerOf(actor) {
+  ownerOf(actor, { attackingPlayer = null } = {}) {
     const players = (this.game.users?.contents ?? [...(this.game.users ?? [])])
       .filter((u) => u.active && this.answersFor(u, actor));
-    return players.find((u) => u.character?.id === actor.id) ?? players[0] ?? null;
+    const others = players.filter((u) => u.id !== attackingPlayer);
+    const asked = others.length ? others : players;
+    return asked.find((u) => u.character?.id === actor.id) ?? asked[0] ?? null;
   }
 
   /**
@@ -595,8 +602,10 @@ export class Mindscape {
     const defenders = await Promise.all(targetUuids.map((uuid) => this.docs(uuid, { near })));
     this.checkTargets(first, defenders);
     // Whom the defenders' questions name: a hidden token is "an unseen mind" to players (`askedName`).
-    const attackerName = { name: first.token?.name ?? first.actor.name, hidden: Boolean(first.token?.hidden) };
     const requesterId = requesterOf(sender, this.game);
+    // `player`: who asked for the attack, not asked a defense against it while another
+    // player answers for the defender (`ownerOf`).
+    const attackerName = { name: first.token?.name ?? first.actor.name, hidden: Boolean(first.token?.hidden), player: requesterId };
     const requesterRollMode = requesterId ? rollMode ?? null : null;
     const common = { attacker: first, attack: attackObj, physical, requesterRollMode, requesterId };
     if (system === "power-pool") return this.poolAttack(common, defenders, attackerName);
@@ -795,7 +804,7 @@ export class Mindscape {
    * power-pool profile are read for it (every one in a world read through a mapping,
    * which may keep the profile anywhere). Who joins each group, by group:
    * `[[{docs, id, mode}]]`; nobody is asked when nobody may join.
-   * @param {{taken:{token:any, actor:any}[], groups:{token:any, actor:any}[][], attackerName:{name:string, hidden?:boolean},
+   * @param {{taken:{token:any, actor:any}[], groups:{token:any, actor:any}[][], attackerName:{name:string, hidden?:boolean, player?:string|null},
    *          attack:{mode:string}, read?:(docs:{token:any, actor:any})=>Promise<object|null>}} request
    *   `taken`: the attacker, the targets and the minds struck, who never join
    */
@@ -867,11 +876,12 @@ export class Mindscape {
    * encounter does not ask again (no answer in time may be asked again).
    * @param {{token:any, actor:any}} docs
    * @param {{mode:string, groups:{minds:{name:string, hidden?:boolean}[]}[], attackerName?:{name:string, hidden?:boolean}|string|null, attackLabel?:string|null}} question
-   *   `attackerName`: a hidden attacker's token is named to a player as an unseen mind (`askedName`)
+   *   `attackerName`: a hidden attacker's token is named to a player as an unseen mind (`askedName`);
+   *   its `player`, who asked for the attack, is not asked while another player answers for the creature (`ownerOf`)
    * @returns {Promise<{group:number|null, declined:boolean}>}
    */
   async askJoin(docs, { mode, groups, attackerName = null, attackLabel = null }) {
-    const owner = this.ownerOf(docs.actor);
+    const owner = this.ownerOf(docs.actor, { attackingPlayer: attackerName?.player ?? null });
     const offered = groups
       .map((g, i) => ({ value: String(i), names: g.minds.filter((m) => !(owner && m.hidden)).map((m) => m.name).join(", ") }))
       .filter((g) => g.names);
@@ -1141,7 +1151,8 @@ export class Mindscape {
 
   /**
    * GM: ask the defender's owner (or the GM) for a defense, with a timeout and a
-   * remembered default. Only the defenses the defender knows are offered (the daemon's
+   * remembered default; `attackerName.player`, the player who asked for the attack, is
+   * not asked while another player owns the defender (`ownerOf`). Only the defenses the defender knows are offered (the daemon's
    * rule for its system, requests.js `knownModeIds`); a defender that knows none (a
    * non-psionic mind) is not asked and raises none, except a power-pool spellcaster
    * (spells memorised), which may still sacrifice them. Only a defense it knows is
@@ -1177,7 +1188,7 @@ export class Mindscape {
     // sacrifices spells (seed 001), so it is asked; anyone else without a mode is not.
     const spells = system === "power-pool" && Array.isArray(imported?.spell_levels) && imported.spell_levels.length > 0;
     if (offered.length === 0 && !spells) return { mode: null, allies: [], timedOut: false, notAsked: true };
-    const owner = this.ownerOf(actor);
+    const owner = this.ownerOf(actor, { attackingPlayer: attackerName?.player ?? null });
     const drawing = new Set(allies ? allyDrawingModeIds(offered) : []);
     // A player sees only the tokens the scene shows players.
     const candidates = drawing.size ? (await allies(defender)).filter((c) => !(owner && c.hidden)) : [];
@@ -1292,7 +1303,7 @@ export class Mindscape {
       }
       const { docs, joined } = refused;
       const told = { name: docs.token?.name ?? docs.actor.name, defender: d.token?.name ?? d.actor.name, rule: refused.rule, detail: refused.detail };
-      leftOut.set(actorUuidOf(docs), { told, owner: joined ? this.ownerOf(docs.actor) : null });
+      leftOut.set(actorUuidOf(docs), { told, owner: joined ? this.ownerOf(docs.actor, { attackingPlayer: rest.requesterId ?? null }) : null });
       const without = await this.controlNow(a, {
         ...now,
         allies: now.allies.filter((x) => x !== docs),

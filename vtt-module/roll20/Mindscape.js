@@ -638,6 +638,23 @@ var Mindscape = Mindscape || (() => {
     return owners.includes(playerid) || owners.includes('all');
   };
 
+  // The players who choose the defense of `ref` against an attack player `by` made: its
+  // controllers but the GMs (whispered apart), and not `by` while another player controls
+  // it, or the attacker's player would choose the defense against its own attack. As its
+  // only controller `by` still chooses: that player knows both sides anyway.
+  const answerersOf = (ref, by) => {
+    const players = controllersOf(ref).filter((pid) => !playerIsGM(pid));
+    const others = players.filter((pid) => pid !== by);
+    return others.length ? others : players;
+  };
+
+  // Why `playerid` may not choose the defense of `ref` against an attack `by` made, or null.
+  const defendProblem = (playerid, ref, by) => {
+    if (!mayControl(playerid, ref)) return `only the controller of ${chatSafe(fighterName(ref))} or the GM may choose this defense.`;
+    if (playerIsGM(playerid) || playerid !== by || answerersOf(ref, by).includes(playerid)) return null;
+    return `the defense of ${chatSafe(fighterName(ref))} against your own attack is chosen by its other controllers (or the GM), in secret. Nothing was sent.`;
+  };
+
   // --------------------------------------------------------- command grammar
 
   /**
@@ -1627,9 +1644,10 @@ var Mindscape = Mindscape || (() => {
     return `${buttons}${leads ? allyHint(exchange.system, chooser, command) : ''}`;
   };
 
-  // Whispers `text` to a mind's controllers and the GM (who always sees a secret choice).
-  const whisperSide = (ref, text) => {
-    controllersOf(ref).filter((pid) => !playerIsGM(pid)).forEach((pid) => whisperPlayer(pid, text));
+  // Whispers `text` to the players who choose a mind's defense against an attack player
+  // `by` made (answerersOf) and the GM (who always sees a secret choice).
+  const whisperSide = (ref, text, by) => {
+    answerersOf(ref, by).forEach((pid) => whisperPlayer(pid, text));
     whisperGM(text);
   };
 
@@ -1655,12 +1673,12 @@ var Mindscape = Mindscape || (() => {
   // controller chooses in its place).
   const askSingle = (xid, exchange) => {
     const chooser = exchange.struck || exchange.defender;
-    whisperSide(chooser, defensePrompt(xid, exchange, chooser));
+    whisperSide(chooser, defensePrompt(xid, exchange, chooser), exchange.by);
   };
 
   // Asks every mind a psionic wave waiting as `xid` strikes for its defense.
   const askWave = (xid, exchange) => {
-    exchange.members.forEach((member) => whisperSide(member, defensePrompt(xid, exchange, member)));
+    exchange.members.forEach((member) => whisperSide(member, defensePrompt(xid, exchange, member), exchange.by));
   };
 
   // `requester` made the attack; `chooser` picked the defense (the same player when the
@@ -1965,7 +1983,8 @@ var Mindscape = Mindscape || (() => {
     const named = args.has('for') ? resolveFighter(args.get('for')) : (exchange.members.length === 1 ? exchange.members[0] : null);
     const member = exchange.members.find((ref) => ref === named);
     if (!member) return refuse(msg.playerid, `--for must name the mind whose defense this is: one of ${exchange.members.map(fighterName).map(chatSafe).join(', ')}.`);
-    if (!mayControl(msg.playerid, member)) return refuse(msg.playerid, `only the controller of ${chatSafe(fighterName(member))} or the GM may choose this defense.`);
+    const barred = defendProblem(msg.playerid, member, exchange.by);
+    if (barred) return refuse(msg.playerid, barred);
     if (member in exchange.choices) return refuse(msg.playerid, `${chatSafe(fighterName(member))} has chosen its defense already.`);
     const chosen = defenseFromOptions(args, exchange.system, 'mode');
     if (chosen.error) return refuse(msg.playerid, chosen.error);
@@ -2031,12 +2050,13 @@ var Mindscape = Mindscape || (() => {
     // The defender's options settle its defense: they are not the attacker's to give.
     const defenseOnly = ['defense-dice', 'sacrifice'].find((key) => args.has(key) && !args.has('defense'));
     if (defenseOnly) return refuse(msg.playerid, `--${defenseOnly} goes with --defense (the defender's choice). Nothing was sent.`);
-    if (args.has('defense') && !mayControl(msg.playerid, chooser)) {
-      return refuse(msg.playerid, `--defense settles the defense of ${chatSafe(fighterName(chooser))}, which only its controllers or the GM choose: `
+    if (args.has('defense') && defendProblem(msg.playerid, chooser, msg.playerid)) {
+      const others = mayControl(msg.playerid, chooser) ? 'its other controllers' : 'its controllers';
+      return refuse(msg.playerid, `--defense settles the defense of ${chatSafe(fighterName(chooser))}, which only ${others} or the GM choose: `
         + 'attack without it, and they choose in secret. Nothing was sent.');
     }
-    // Whoever controls the defender (or the GM) may fix the defense at once.
-    if (args.has('defense') && mayControl(msg.playerid, chooser)) {
+    // Whoever chooses the defender's defense (or the GM) may fix it at once.
+    if (args.has('defense')) {
       const chosen = defenseFromOptions(args, who.system, 'defense');
       if (chosen.error) return refuse(msg.playerid, chosen.error);
       const drawn = alliesFromOptions(args, exchange, chosen.defense, 'defense');
@@ -2060,7 +2080,7 @@ var Mindscape = Mindscape || (() => {
       const exchange = settleWaiting(xid);
       if (!exchange) return;
       const chosen = isObject(exchange.choices) ? exchange.choices : {};
-      asked(exchange).filter((ref) => !(ref in chosen) && (gm || controllersOf(ref).includes(msg.playerid)))
+      asked(exchange).filter((ref) => !(ref in chosen) && (gm || answerersOf(ref, exchange.by).includes(msg.playerid)))
         .forEach((ref) => prompts.push(defensePrompt(xid, exchange, ref)));
     });
     prompts.forEach((html) => whisperPlayer(msg.playerid, html));
@@ -2087,9 +2107,8 @@ var Mindscape = Mindscape || (() => {
       return refuse(msg.playerid, '--for names the mind whose defense it is in a psionic wave, and this attack strikes one mind: leave it out. Nothing was sent.');
     }
     const chooser = exchange.struck || exchange.defender;
-    if (!mayControl(msg.playerid, chooser)) {
-      return refuse(msg.playerid, `only the controller of ${chatSafe(fighterName(chooser))} or the GM may choose this defense.`);
-    }
+    const barred = defendProblem(msg.playerid, chooser, exchange.by);
+    if (barred) return refuse(msg.playerid, barred);
     const chosen = defenseFromOptions(args, exchange.system, 'mode');
     if (chosen.error) return refuse(msg.playerid, chosen.error);
     const drawn = alliesFromOptions(args, exchange, chosen.defense, 'mode');
@@ -5479,7 +5498,7 @@ var Mindscape = Mindscape || (() => {
     const unsure = !about && kept.length
       ? `<br>Should the refusal be about ${namesOf(kept)}, which joined by its own choice, leave it out (its controller or the GM): ${leave}.` : '';
     whisperGM(box('defense refused', `${why}<br>${waits}${unsure}<br>The companion said: ${refusalReason(job, error)}${refusalNote(error)}`));
-    const players = (refs) => refs.flatMap(controllersOf).filter((pid) => !playerIsGM(pid));
+    const players = (refs) => refs.flatMap((ref) => answerersOf(ref, exchange.by));
     const toldWhy = new Set(players(owner ? [owner] : []).concat(!wave && job.chooser && !playerIsGM(job.chooser) ? [job.chooser] : []));
     toldWhy.forEach((pid) => tell(pid, 'defense refused', `${why}<br>${waits}`));
     const others = new Set(players(choosers).filter((pid) => !toldWhy.has(pid)));

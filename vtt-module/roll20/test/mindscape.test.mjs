@@ -189,6 +189,39 @@ test('only the defender\'s controller or the GM may answer the defense buttons',
   assert.equal(requestsBeyondChecks(ctx.sb).length, 0);
 });
 
+test('a defender the attacker\'s player co-controls gets its defense from its other controller: the attacker\'s player is neither whispered the buttons nor may answer them, list them, or settle the defense with --defense', () => {
+  const ctx = campaign();
+  ctx.fenka.set('controlledby', `${ALICE},${BOB}`);
+  attack(ctx, ' --defense mental-barrier');
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /--defense settles the defense of Fenka, which only its other controllers or the GM choose/);
+  assert.equal(requestsBeyondChecks(ctx.sb).length, 0);
+  attack(ctx);
+  assert.ok(whispersTo(ctx.sb, 'Alice').every((w) => !/defend --req/.test(w)), 'the attacker\'s player got the defense buttons');
+  assert.equal(whispersTo(ctx.sb, 'Bob').filter((w) => /defend --req/.test(w)).length, 1);
+  assert.equal(whispersTo(ctx.sb, 'gm').filter((w) => /defend --req/.test(w)).length, 1);
+  ctx.sb.chat({ playerid: ALICE, content: '!psi pending' });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /No attack waits for a defense of yours/);
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --mode none` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /the defense of Fenka against your own attack is chosen by its other controllers/);
+  assert.equal(requestsBeyondChecks(ctx.sb).length, 0);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode mind-blank` });
+  assert.equal(requestsBeyondChecks(ctx.sb).length, 1);
+  assert.equal(lastRequest(ctx.sb).body.params.defense.mode, 'mind-blank');
+});
+
+test('a defender whose only controller is the attacker\'s player still gets its defense from that player', () => {
+  const ctx = campaign();
+  ctx.fenka.set('controlledby', ALICE);
+  attack(ctx);
+  const prompt = whispersTo(ctx.sb, 'Alice').find((w) => /defend --req/.test(w));
+  assert.ok(prompt, 'the attacker\'s player, the only controller, got no defense buttons');
+  const xid = /--req ([A-Za-z0-9]+)/.exec(prompt)[1];
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --mode mind-blank` });
+  assert.equal(requestsBeyondChecks(ctx.sb).length, 1);
+  assert.equal(lastRequest(ctx.sb).body.params.defense.mode, 'mind-blank');
+});
+
 test('only the word none is no defense: a defense left out, empty or without a letter is refused naming its option, and the attack still waits (ROLL20.md: !psi defend)', () => {
   const ctx = campaign();
   attack(ctx);

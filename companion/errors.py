@@ -3,7 +3,8 @@
 API.md "Errors": invalid params -32602 ``{errors: [{path, message}], left_off?}``, rules 4001
 ``{rule, detail}``, dice needed 4002 ``{purpose, sides, needed}``, unknown encounter or
 combatant 4004 ``{id}``, stale revision 4009 ``{revision}``; ours: the store could not
-write (disk full, read-only home) 5003 ``{error_id, retry: true}``, nothing changed;
+write 5003 ``{error_id, retry}``, nothing changed (``retry`` false when only a restart
+helps: the store's files were deleted or replaced while the daemon ran);
 anything else is -32603 with an error id only. A plugin method's ``MethodError`` is
 answered with its own code, message and data when the method declares that code and
 the rest is within bounds (``plugin_error``). Exception text never reaches a client:
@@ -169,11 +170,12 @@ def to_rpc_error(exc: BaseException, method: str | None = None,
         # JSON nested nearly as deep as the parser allows: checking it ran out of stack.
         return invalid_params([Problem("", "the params are nested too deeply to check")])
     if isinstance(exc, StoreUnavailable):
-        # The store rolled back: the caller may retry once the disk has room again.
+        # The store rolled back: the caller may retry once the disk has room again, but
+        # not while the store's files are gone from under the daemon (exc.retry false).
         error_id = logged_error_id(log, "store unavailable: %s", exc, exc_info=False,
                                    method=method)
         return RpcError(STORE_UNAVAILABLE, MESSAGES[STORE_UNAVAILABLE],
-                        {"error_id": error_id, "retry": True})
+                        {"error_id": error_id, "retry": exc.retry})
     if isinstance(exc, MethodError) and type(exc.code) is int and exc.code in declared:
         return plugin_error(exc, method)
     if isinstance(exc, MethodError):

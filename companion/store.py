@@ -198,7 +198,13 @@ class StoreUnavailable(StoreError):
     """The disk refused (full, read-only, I/O error, locked) or the store is closed.
 
     Whatever was being written was rolled back: the caller must not acknowledge it.
+    ``retry`` says whether the same write may work later while the daemon runs (room
+    made on the disk, say); it is false when only a restart can help.
     """
+
+    def __init__(self, message: str, *, retry: bool = True) -> None:
+        super().__init__(message)
+        self.retry = retry
 
 
 # -- values ----------------------------------------------------------------------------
@@ -747,7 +753,8 @@ class SQLiteStore(EncounterStore):
                     f"{doing}: {file} was deleted or replaced while the daemon ran, and "
                     "SQLite would write to the file it opened, which no longer has that "
                     "name: nothing was written. Stop the daemon and start it again "
-                    "(with the store's files put back, or moved aside for a new store)")
+                    "(with the store's files put back, or moved aside for a new store)",
+                    retry=False)
 
     def _finished(self, task: asyncio.Task[Any]) -> None:
         self._running.discard(task)

@@ -221,6 +221,7 @@ async def test_a_full_disk_fails_writes_cleanly_and_acknowledges_nothing_it_lost
           f"acknowledged, then {len(refusals)} refused with {refusals[0].error}")
     for fault in refusals:
         check_refusal(fault)
+        assert (fault.data or {})["retry"] is True, fault.error  # once there is room
     assert request(daemon, "GET", "/healthz").status == 200
     daemon.stop()
     daemon.preexec = None
@@ -301,6 +302,8 @@ async def test_a_store_file_deleted_or_replaced_while_running_refuses_writes(
     assert len(refusals) == 3
     for fault in refusals:
         check_refusal(fault)
+        # Retrying cannot help until a restart: the answer says so.
+        assert (fault.data or {})["retry"] is False, fault.error
     assert len(ledger.acks) == acknowledged
     assert request(daemon, "GET", "/healthz").status == 200
     assert "was deleted or replaced while the daemon ran" in daemon.output()

@@ -186,10 +186,12 @@ class NothingToUndo(StoreError):
 class StoreCorrupt(StoreError):
     """The file is not a valid Mindscape store. It was left exactly as it was."""
 
-    def __init__(self, path: pathlib.Path | str, problem: str) -> None:
+    def __init__(self, path: pathlib.Path | str, problem: str,
+                 remedy: str = "move it aside (or restore a backup) to start with an "
+                               "empty store") -> None:
         super().__init__(
             f"{path} is not a usable Mindscape store: {problem}. It was left untouched; "
-            "move it aside (or restore a backup) to start with an empty store.")
+            f"{remedy}.")
         self.path = str(path)
         self.problem = problem
 
@@ -647,7 +649,15 @@ class SQLiteStore(EncounterStore):
         if app != APPLICATION_ID:
             raise StoreCorrupt(self.path, f"it is a SQLite database of another program "
                                           f"(application_id {app:#x})")
-        if version < 1 or version > SCHEMA_VERSION:
+        if version > SCHEMA_VERSION:
+            # Not damage: moving the store aside would hide the user's encounters.
+            raise StoreCorrupt(
+                self.path, f"a newer version of Mindscape wrote it (its schema version is "
+                           f"{version}, this version of Mindscape knows 1 to "
+                           f"{SCHEMA_VERSION})",
+                "update Mindscape to use it, or start with another home folder (--home) "
+                "for a new store")
+        if version < 1:
             raise StoreCorrupt(self.path, f"its schema version is {version}, this version "
                                           f"of Mindscape knows 1 to {SCHEMA_VERSION}")
         return version

@@ -1069,6 +1069,15 @@ async def test_another_programs_database_or_an_unknown_schema_is_corrupt(
             await SQLiteStore(path).open()
         assert problem in caught.value.problem
         assert fingerprint(tmp_path) == before
+    # a newer Mindscape's store is no damage: the user is told to update, not to move
+    # their encounters aside
+    with pytest.raises(StoreCorrupt) as caught:
+        await SQLiteStore(future).open()
+    assert str(caught.value) == (
+        f"{future} is not a usable Mindscape store: a newer version of Mindscape wrote it "
+        f"(its schema version is {SCHEMA_VERSION + 1}, this version of Mindscape knows 1 "
+        f"to {SCHEMA_VERSION}). It was left untouched; update Mindscape to use it, or "
+        "start with another home folder (--home) for a new store.")
     # the connection a refused open made is closed (its thread would keep the daemon
     # from exiting)
     for thread in set(threading.enumerate()) - threads:

@@ -1524,3 +1524,70 @@ def test_a_write_ahead_log_damaged_before_commits_is_refused_untouched(
             "only up to there and drop the 31 transactions")):  # the table and 30 rows
         store_module._check_log_frames(copy)
     assert wal.read_bytes() == bytes(data)
+
+
+async def test_checkpoints_and_log_restarts_keep_the_files_a_write_checks(
+        tmp_path: pathlib.Path) -> None:
+    """SQLite empties its write-ahead log in place (a log restarted after the automatic
+    checkpoint, a checkpoint's TRUNCATE, journal_size_limit), so the path keeps the
+    inode ``_check_files`` took at the open: a long run of writes across all of these
+    is never refused, and a log deleted after them still is."""
+    path = tmp_path / "store.sqlite3"
+    wal = tmp_path / "store.sqlite3-wal"
+    async with SQLiteStore(path) as store:
+        opened = store_module._identity(wal)
+        assert opened is not None  # made by the open
+        db = store._db
+        assert db is not None
+        record = await store.create("revised-2e", "long run", {}, {"n": 0})
+        salts, sizes = set(), set()
+        for n in range(1, 801):
+            if n == 401:
+                await db.execute("PRAGMA journal_size_limit = 0")
+            record = await store.append(record.id, expected_revision=None, kind="declare",
+                                        params={"padding": "x" * 4000}, rolls=[],
+                                        result=None, state={"n": n})
+            header = wal.read_bytes()[:32]
+            salts.add(header[16:20])
+            sizes.add(wal.stat().st_size)
+            if n > 400 and n % 50 == 0:
+                await db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                assert wal.stat().st_size == 0
+            if n % 150 == 0:
+                other = await store.create("revised-2e", None, {}, {"n": 0})
+                await store.delete(other.id)
+        assert store_module._identity(wal) == opened
+        assert record.revision == 800
+        # the first 400 grew the log past the automatic checkpoint's 1000 pages and
+        # restarted it (new salts) more than once
+        assert max(sizes) > 1000 * 4096 and len(salts) > 3
+        wal.unlink()
+        with pytest.raises(StoreUnavailable, match="was deleted or replaced") as caught:
+            await store.append(record.id, expected_revision=None, kind="declare",
+                               params={}, rolls=[], result=None, state={"n": 801})
+        assert caught.value.retry is False
+        assert (await store.get(record.id)).revision == 800  # reads go on
+
+
+async def test_every_write_checks_the_files_and_no_read_does(
+        store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_check_files`` runs once before every COMMIT of a write (create, append, undo,
+    delete) and never for a read, which a missing file does not endanger."""
+    calls: list[str] = []
+    check = store._check_files
+    monkeypatch.setattr(store, "_check_files",
+                        lambda doing: (calls.append(doing), check(doing))[1])
+    record = await store.create("revised-2e", None, {}, {"n": 0})
+    record = await store.append(record.id, expected_revision=None, kind="resolve",
+                                params={}, rolls=[], result=None, state={"n": 1})
+    await store.undo(record.id, expected_revision=None)
+    writes = len(calls)
+    assert writes == 3
+    await store.get(record.id)
+    steps = await store.steps(record.id)
+    assert len([detailed async for detailed in store.step_details(record.id, steps)]) == 2
+    assert len([state async for state in store.step_states(record.id, [1, 2])]) == 2
+    await store.list()
+    assert len(calls) == writes
+    await store.delete(record.id)
+    assert len(calls) == writes + 1

@@ -444,7 +444,8 @@ def _check_log_frames(path: pathlib.Path) -> None:
     magic, version, page_size, _, salt1, salt2, sum1, sum2 = struct.unpack(
         ">8I", data[:WAL_HEADER_SIZE])
     order = WAL_MAGIC.get(magic)
-    page_size = 65536 if page_size == 1 else page_size
+    # The whole size, 65536 included: unlike the store's own header, the log's has room
+    # for it, and SQLite ignores a log whose header says 1 (below 512) as any other.
     if order is None or version != WAL_VERSION or not 512 <= page_size <= 65536 \
             or page_size & (page_size - 1) \
             or _wal_checksum(data[:24], order, (0, 0)) != (sum1, sum2):

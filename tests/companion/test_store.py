@@ -20,6 +20,7 @@ import re
 import shutil
 import signal
 import sqlite3
+import struct
 import subprocess
 import sys
 import textwrap
@@ -1524,6 +1525,33 @@ def test_a_write_ahead_log_damaged_before_commits_is_refused_untouched(
             "only up to there and drop the 31 transactions")):  # the table and 30 rows
         store_module._check_log_frames(copy)
     assert wal.read_bytes() == bytes(data)
+
+
+def test_a_write_ahead_log_header_saying_page_size_1_is_left_to_sqlite(
+        tmp_path: pathlib.Path) -> None:
+    """A log's header holds its page size as a whole 32-bit number (65536 as 65536):
+    SQLite ignores a log whose header says 1, as any size below 512, and keeps the
+    store as it is. So must the check, not read it as 64 KiB frames and refuse the
+    commits it would find in them (https://www.sqlite.org/fileformat.html, "WAL File
+    Format"; sqlite's wal.c, walIndexRecover)."""
+    path = tmp_path / "store.sqlite3"
+    with contextlib.closing(sqlite3.connect(path)) as raw:
+        raw.execute("PRAGMA journal_mode = WAL")  # the log is read, the store says so
+        raw.execute("CREATE TABLE t (x TEXT)")
+        raw.execute("INSERT INTO t VALUES ('kept')")
+        raw.commit()
+    salts = (7, 9)
+    head = struct.pack(">6I", 0x377F0683, 3007000, 1, 0, *salts)
+    header = head + struct.pack(">2I", *store_module._wal_checksum(head, ">", (0, 0)))
+    # three 64 KiB frames with the header's salts: the first with a checksum that
+    # fails, then two commits
+    frames = b"".join(struct.pack(">6I", 2, commit, *salts, 0, 0) + bytes(65536)
+                      for commit in (0, 2, 2))
+    wal = tmp_path / "store.sqlite3-wal"
+    wal.write_bytes(header + frames)
+    store_module._check_log_frames(path)
+    with contextlib.closing(sqlite3.connect(path)) as raw:
+        assert raw.execute("SELECT x FROM t").fetchall() == [("kept",)]
 
 
 async def test_checkpoints_and_log_restarts_keep_the_files_a_write_checks(

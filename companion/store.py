@@ -62,7 +62,7 @@ from collections.abc import (
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, Literal, NoReturn, Self, TypeVar
+from typing import Any, BinaryIO, Literal, NoReturn, Self, TypeVar
 
 import aiosqlite
 
@@ -418,6 +418,45 @@ def _wal_checksum(data: bytes, order: str, sums: tuple[int, int]) -> tuple[int, 
     return s1, s2
 
 
+def _lost_commits(file: BinaryIO) -> tuple[int, int]:
+    """The number of the first frame of the write-ahead log ``file`` that SQLite does
+    not take, and how many commit frames with the header's salts lie from it on
+    (``(0, 0)`` for a log SQLite reads whole or ignores); see ``_check_log_frames``."""
+    header = file.read(WAL_HEADER_SIZE)
+    if len(header) < WAL_HEADER_SIZE:
+        return 0, 0
+    magic, version, page_size, _, salt1, salt2, sum1, sum2 = struct.unpack(">8I", header)
+    order = WAL_MAGIC.get(magic)
+    # The whole size, 65536 included: unlike the store's own header, the log's has room
+    # for it, and SQLite ignores a log whose header says 1 (below 512) as any other.
+    if order is None or version != WAL_VERSION or not 512 <= page_size <= 65536 \
+            or page_size & (page_size - 1) \
+            or _wal_checksum(header[:24], order, (0, 0)) != (sum1, sum2):
+        return 0, 0
+    sums: tuple[int, int] | None = (sum1, sum2)
+    number = broken = lost = 0
+    while len(head := file.read(WAL_FRAME_HEADER_SIZE)) == WAL_FRAME_HEADER_SIZE:
+        number += 1
+        page, commit, frame_salt1, frame_salt2, check1, check2 = struct.unpack(">6I", head)
+        ours = (frame_salt1, frame_salt2) == (salt1, salt2)
+        if sums is not None:
+            data = file.read(page_size)
+            if len(data) < page_size:
+                break  # a frame cut short is past the end for SQLite too
+            if ours and page:
+                sums = _wal_checksum(head[:8], order, sums)
+                sums = _wal_checksum(data, order, sums)
+                if sums == (check1, check2):
+                    continue
+            sums, broken = None, number
+        elif len(file.read(page_size)) < page_size:
+            # past the damage only the frame headers matter, but a whole frame counts
+            break
+        if ours and commit:
+            lost += 1
+    return broken, lost
+
+
 def _check_log_frames(path: pathlib.Path) -> None:
     """Refuse a write-ahead log beside ``path`` that is damaged before transactions it
     committed: SQLite reads a log up to its first frame whose checksum fails and takes
@@ -434,40 +473,12 @@ def _check_log_frames(path: pathlib.Path) -> None:
     wal = _beside(path, "-wal")
     try:
         with wal.open("rb") as file:
-            data = file.read()
+            # A frame at a time: a log may be far larger than memory should hold.
+            broken, lost = _lost_commits(file)
     except FileNotFoundError:
         return
     except OSError as error:
         raise StoreUnavailable(f"cannot read {wal}: {error}") from error
-    if len(data) < WAL_HEADER_SIZE:
-        return
-    magic, version, page_size, _, salt1, salt2, sum1, sum2 = struct.unpack(
-        ">8I", data[:WAL_HEADER_SIZE])
-    order = WAL_MAGIC.get(magic)
-    # The whole size, 65536 included: unlike the store's own header, the log's has room
-    # for it, and SQLite ignores a log whose header says 1 (below 512) as any other.
-    if order is None or version != WAL_VERSION or not 512 <= page_size <= 65536 \
-            or page_size & (page_size - 1) \
-            or _wal_checksum(data[:24], order, (0, 0)) != (sum1, sum2):
-        return
-    sums: tuple[int, int] | None = (sum1, sum2)
-    frame_size = WAL_FRAME_HEADER_SIZE + page_size
-    broken = lost = 0
-    for number, offset in enumerate(range(WAL_HEADER_SIZE, len(data) - frame_size + 1,
-                                          frame_size), start=1):
-        page, commit, frame_salt1, frame_salt2, check1, check2 = struct.unpack(
-            ">6I", data[offset:offset + WAL_FRAME_HEADER_SIZE])
-        ours = (frame_salt1, frame_salt2) == (salt1, salt2)
-        if sums is not None:
-            if ours and page:
-                sums = _wal_checksum(data[offset:offset + 8], order, sums)
-                sums = _wal_checksum(
-                    data[offset + WAL_FRAME_HEADER_SIZE:offset + frame_size], order, sums)
-                if sums == (check1, check2):
-                    continue
-            sums, broken = None, number
-        if ours and commit:
-            lost += 1
     if lost >= LOST_COMMITS_REFUSED:
         raise StoreCorrupt(path, (
             f"its write-ahead log {wal.name} is damaged at frame {broken}: SQLite would "

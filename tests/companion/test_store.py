@@ -25,6 +25,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import tracemalloc
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
@@ -1525,6 +1526,47 @@ def test_a_write_ahead_log_damaged_before_commits_is_refused_untouched(
             "only up to there and drop the 31 transactions")):  # the table and 30 rows
         store_module._check_log_frames(copy)
     assert wal.read_bytes() == bytes(data)
+
+
+def test_a_large_write_ahead_log_is_checked_a_frame_at_a_time(
+        tmp_path: pathlib.Path) -> None:
+    """A log grows past any size while checkpoints cannot run: reading it whole took as
+    much memory as the log (149 MB for a 149 MB log). A frame at a time, the check of a
+    4 MB log damaged half-way takes a small fraction of that, and still counts every
+    commit past the damage."""
+    live = tmp_path / "live.sqlite3"
+    db = sqlite3.connect(live, isolation_level=None)
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA wal_autocheckpoint = 0")
+    db.execute("CREATE TABLE t (x TEXT)")
+    for number in range(150):
+        db.execute("INSERT INTO t VALUES (?)", (str(number) * 9000,))
+    copy = tmp_path / "copy.sqlite3"
+    shutil.copyfile(live, copy)
+    wal = tmp_path / "copy.sqlite3-wal"
+    shutil.copyfile(tmp_path / "live.sqlite3-wal", wal)
+    db.close()
+    data = bytearray(wal.read_bytes())
+    assert len(data) > 4_000_000
+    page_size = struct.unpack(">I", data[8:12])[0]
+    frames = (len(data) - 32) // (24 + page_size)
+    commits = [number for number in range(1, frames + 1) if struct.unpack(
+        ">I", data[32 + (number - 1) * (24 + page_size) + 4:][:4])[0]]
+    middle = frames // 2
+    data[32 + (middle - 1) * (24 + page_size) + 24 + 100] ^= 0xFF
+    wal.write_bytes(bytes(data))
+    lost = len([number for number in commits if number >= middle])
+    del data
+    tracemalloc.start()
+    try:
+        with pytest.raises(StoreCorrupt, match=re.escape(
+                f"damaged at frame {middle}: SQLite would read it only up to there and "
+                f"drop the {lost} transactions")):
+            store_module._check_log_frames(copy)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000, peak
 
 
 def test_a_write_ahead_log_header_saying_page_size_1_is_left_to_sqlite(

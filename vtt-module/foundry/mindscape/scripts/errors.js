@@ -90,9 +90,13 @@ export class StaleRevisionError extends RpcError {
   constructor(data) { super("MINDSCAPE.Error.Stale", data); }
 }
 
-/** 5003: the companion could not write its store (disk full, read-only home); nothing changed. */
+/**
+ * 5003: the companion could not write its store; nothing changed. `data.retry` false: its
+ * store file or write-ahead log was deleted or replaced while it ran, and only a restart
+ * helps; true or absent (an older companion): the disk refused (full, read-only home).
+ */
 export class StoreUnavailableError extends RpcError {
-  constructor(data) { super("MINDSCAPE.Error.StoreUnavailable", data); }
+  constructor(data) { super(data?.retry === false ? "MINDSCAPE.Error.StoreGone" : "MINDSCAPE.Error.StoreUnavailable", data); }
 }
 
 /** −32603 and anything unexpected from the daemon. */
@@ -234,7 +238,7 @@ export function errorFromRpc(error) {
     case 4002: return new DiceNeededError({ ...base, purpose: data.purpose, sides: data.sides, needed: data.needed });
     case 4004: return new NotFoundError({ ...base, id: data.id ?? "" });
     case 4009: return new StaleRevisionError({ ...base, revision: data.revision });
-    case 5003: return new StoreUnavailableError({ ...base, id: data.error_id ?? "" });
+    case 5003: return new StoreUnavailableError({ ...base, id: data.error_id ?? "", retry: data.retry !== false });
     default: return new DaemonFaultError({ ...base, id: data.id ?? data.error_id ?? "" });
   }
 }

@@ -10285,3 +10285,40 @@ test('the newest request wins only while a held write still waits: a step\'s wri
   linkToGoblinHp(ctx, token);
   olderAnswerWritesHp(ctx, late);
 });
+
+test('power-pool !psi join against a player\'s attack: the attacking player, a co-controller of the defender, is not told who joins (the defense is secret), and whether a creature it co-controls joins is its other controller\'s choice; as the creature\'s only controller it may still join it', () => {
+  const ctx = seerCampaign();
+  ctx.ogre.set('controlledby', ALICE);
+  ctx.fenka.set('controlledby', `${ALICE},${BOB}`);
+  ctx.seer.set('controlledby', `${ALICE},${BOB}`);
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+  const xid = /--req ([A-Za-z0-9]+)/.exec(whispersTo(ctx.sb, 'Bob').at(-1))[1];
+  const before = JSON.stringify(ctx.sb.state.Mindscape.exchanges);
+  assert.match(join(ctx, ALICE, ctx.tokens.seer, xid), /whether Seer joins the defense against your own attack is chosen by its other controllers \(or the GM\), in secret\. Nothing was changed\./);
+  assert.equal(JSON.stringify(ctx.sb.state.Mindscape.exchanges), before, 'nothing changed');
+  const heard = whispersTo(ctx.sb, 'Alice').length;
+  assert.match(join(ctx, BOB, ctx.tokens.seer, xid), /<b>Seer<\/b> joins the defense of Fenka/);
+  assert.equal(whispersTo(ctx.sb, 'Alice').length, heard, 'the attacking player learned who joined the defense against its attack');
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.seer.id], content: `!psi join --req ${xid} --leave` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /whether Seer leaves the defense against your own attack is chosen by its other controllers/);
+  assert.equal(ctx.sb.state.Mindscape.exchanges[xid].joined.length, 1);
+  // Seer's only controller: Alice still chooses whether it joins.
+  ctx.sb.chat({ playerid: BOB, selected: [ctx.tokens.seer.id], content: `!psi join --req ${xid} --leave` });
+  ctx.seer.set('controlledby', ALICE);
+  assert.match(join(ctx, ALICE, ctx.tokens.seer, xid), /<b>Seer<\/b> joins the defense of Fenka/);
+});
+
+test('power-pool !psi join in a player\'s psionic wave: the attacking player, a co-controller of the first mind, is not told that its creature was drawn in (the first mind\'s other controller chose it, in secret)', () => {
+  const ctx = seerCampaign();
+  ctx.ogre.set('controlledby', ALICE);
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
+  ctx.sb.attribute(ctx.thrall.id, 'psi_controlled_by').set({ current: '' });
+  ctx.sb.attribute(ctx.ogre.id, 'psi_attacks').set({ current: 'Mental Stab, Psionic Wave' });
+  ctx.fenka.set('controlledby', `${ALICE},${BOB}`);
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --target ${ctx.tokens.ulcen.id} --mode psionic-wave` });
+  const xid = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --for ${ctx.fenka.id} --mode imagination-swarm --ally ${ctx.tokens.seer.id}` });
+  const told = join(ctx, ALICE, ctx.tokens.seer, xid);
+  assert.match(told, /refused<\/b><br>Seer cannot join this defense\. Nothing was changed\./);
+  assert.doesNotMatch(told, /drawn|ally|Fenka|Imagination/);
+});

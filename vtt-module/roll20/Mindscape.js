@@ -641,11 +641,13 @@ var Mindscape = Mindscape || (() => {
   // The players who choose the defense of `ref` against an attack player `by` made: its
   // controllers but the GMs (whispered apart), and not `by` while another player controls
   // it, or the attacker's player would choose the defense against its own attack. As its
-  // only controller `by` still chooses: that player knows both sides anyway.
+  // only controller `by` still chooses: that player knows both sides anyway. A mind
+  // controlled by "all" has other controllers, every player, but none of them can be
+  // whispered: the GM chooses, as for one controlled by "all" alone.
   const answerersOf = (ref, by) => {
     const players = controllersOf(ref).filter((pid) => !playerIsGM(pid));
     const others = players.filter((pid) => pid !== by);
-    return others.length ? others : players;
+    return others.length || (players.includes(by) && ownersOf(ref).includes('all')) ? others : players;
   };
 
   // Why `playerid` may not choose the defense of `ref` against an attack `by` made, or null.

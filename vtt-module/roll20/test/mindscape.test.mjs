@@ -10322,3 +10322,20 @@ test('power-pool !psi join in a player\'s psionic wave: the attacking player, a 
   assert.match(told, /refused<\/b><br>Seer cannot join this defense\. Nothing was changed\./);
   assert.doesNotMatch(told, /drawn|ally|Fenka|Imagination/);
 });
+
+test('a defender controlled by "all" and the attacker\'s player gets its defense from the GM, as one controlled by "all" alone: every player controls it, so the attacker\'s player is not its only controller', () => {
+  for (const controlledby of [`all,${ALICE}`, 'all']) {
+    const ctx = campaign();
+    ctx.fenka.set('controlledby', controlledby);
+    attack(ctx);
+    assert.ok(whispersTo(ctx.sb, 'Alice').every((w) => !/defend --req/.test(w)), `${controlledby}: the attacker's player got the defense buttons`);
+    const prompt = whispersTo(ctx.sb, 'gm').find((w) => /defend --req/.test(w));
+    assert.ok(prompt, `${controlledby}: the GM got no defense buttons`);
+    const xid = /--req ([A-Za-z0-9]+)/.exec(prompt)[1];
+    ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --mode none` });
+    assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /the defense of Fenka against your own attack is chosen by its other controllers/);
+    assert.equal(requestsBeyondChecks(ctx.sb).length, 0);
+    ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode mind-blank` });
+    assert.equal(lastRequest(ctx.sb).body.params.defense.mode, 'mind-blank', `${controlledby}: another player (by "all") may choose`);
+  }
+});

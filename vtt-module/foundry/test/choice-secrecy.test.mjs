@@ -152,3 +152,13 @@ test("a defender whose only owner is the attacker's own player is still asked of
   assert.equal(t.clients.gm.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 0);
   assert.deepEqual(t.daemon.calls.find((c) => c.method === "exchange.resolve").params.defense, { mode: "thought-shield" });
 });
+
+test("a defender every player owns by its default ownership, and the attacker's own player by name, is asked of the GM, not of the attacker's player", async () => {
+  const t = makeTable({ dialogs: { p1: { defenseDialog: { mode: "thought-shield" } }, gm: { defenseDialog: { mode: "mind-blank" } } } });
+  t.actors.fenka.ownership = { default: 3, pl0001: 3 };
+  t.tokens.fenkaToken.actor.ownership = { default: 3, pl0001: 3 };
+  await t.clients.p1.svc.startAttack({ attackerUuid: t.tokens.ulcenToken.uuid, targetUuids: [t.tokens.fenkaToken.uuid], attack: { mode: "mind-thrust", multiplier: 1 } });
+  assert.equal(t.clients.p1.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 0, "the attacker's player chose the defense against its own attack");
+  assert.equal(t.clients.gm.dialogs.seen.filter((s) => s.kind === "defenseDialog").length, 1);
+  assert.deepEqual(t.daemon.calls.find((c) => c.method === "exchange.resolve").params.defense, { mode: "mind-blank" });
+});

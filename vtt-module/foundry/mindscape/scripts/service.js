@@ -298,12 +298,15 @@ export class Mindscape {
    * `attackingPlayer` (the id of the player who asked for an attack, for the questions
    * tied to it: a defense, joining one): that player is asked only when no other player
    * answers for the actor, or it would choose the defense against its own attack. As the
-   * actor's only owner it is still asked: it knows both sides anyway.
+   * actor's only owner it is still asked: it knows both sides anyway. An actor whose
+   * default ownership is OWNER has every player for an owner, so then the GM answers,
+   * as for such an actor that names no player.
    */
   ownerOf(actor, { attackingPlayer = null } = {}) {
     const players = (this.game.users?.contents ?? [...(this.game.users ?? [])])
       .filter((u) => u.active && this.answersFor(u, actor));
     const others = players.filter((u) => u.id !== attackingPlayer);
+    if (!others.length && players.length && Number(actor?.ownership?.default) >= OWNER_LEVEL) return null;
     const asked = others.length ? others : players;
     return asked.find((u) => u.character?.id === actor.id) ?? asked[0] ?? null;
   }

@@ -650,10 +650,16 @@ var Mindscape = Mindscape || (() => {
     return others.length || (players.includes(by) && ownersOf(ref).includes('all')) ? others : players;
   };
 
+  // Whether a choice for `ref` that is part of the defense against an attack player `by`
+  // made (the defense itself, a creature joining or leaving it) is not `playerid`'s though
+  // it may control `ref`: `playerid` made the attack, and answerersOf leaves it out. The
+  // one place the defense commands (!psi defend, --defense, !psi join) read the rule.
+  const leftToOthers = (playerid, ref, by) => playerid === by && !playerIsGM(playerid) && !answerersOf(ref, by).includes(playerid);
+
   // Why `playerid` may not choose the defense of `ref` against an attack `by` made, or null.
   const defendProblem = (playerid, ref, by) => {
     if (!mayControl(playerid, ref)) return `only the controller of ${chatSafe(fighterName(ref))} or the GM may choose this defense.`;
-    if (playerIsGM(playerid) || playerid !== by || answerersOf(ref, by).includes(playerid)) return null;
+    if (!leftToOthers(playerid, ref, by)) return null;
     return `the defense of ${chatSafe(fighterName(ref))} against your own attack is chosen by its other controllers (or the GM), in secret. Nothing was sent.`;
   };
 
@@ -2192,8 +2198,8 @@ var Mindscape = Mindscape || (() => {
     const exchange = settleWaiting(xid, undefined, msg.playerid);
     if (!exchange) return undefined;
     // Whether a creature joins is part of the defense: not the attacking player's to
-    // choose while another player controls the creature (answerersOf).
-    if (msg.playerid === exchange.by && !playerIsGM(msg.playerid) && !answerersOf(ref, exchange.by).includes(msg.playerid)) {
+    // choose while another player controls the creature (leftToOthers).
+    if (leftToOthers(msg.playerid, ref, exchange.by)) {
       return refuse(msg.playerid, `whether ${name} ${leave ? 'leaves' : 'joins'} the defense against your own attack is chosen by its other controllers (or the GM), in secret. Nothing was changed.`);
     }
     if (!SYSTEMS[exchange.system].swarms) {

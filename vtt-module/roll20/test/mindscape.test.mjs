@@ -10339,3 +10339,48 @@ test('a defender controlled by "all" and the attacker\'s player gets its defense
     assert.equal(lastRequest(ctx.sb).body.params.defense.mode, 'mind-blank', `${controlledby}: another player (by "all") may choose`);
   }
 });
+
+test('a table where each player controls only its own characters and the GM the NPCs plays as before the rule that the attacking player does not choose the defense against its own attack: a plain attack, a psionic wave and a join', () => {
+  const buttons = (sb, who) => whispersTo(sb, who).filter((w) => /defend --req/.test(w));
+  // A plain attack by Alice's Ulcen on Bob's Fenka: Bob chooses, Alice neither sees nor sends it.
+  const plainTable = campaign();
+  attack(plainTable);
+  const xid = reqOf(buttons(plainTable.sb, 'Bob').at(-1));
+  assert.ok(buttons(plainTable.sb, 'gm').length, 'the GM got no defense buttons');
+  plainTable.sb.chat({ playerid: ALICE, content: '!psi pending' });
+  assert.equal(buttons(plainTable.sb, 'Alice').length, 0, 'the attacking player got the defense buttons');
+  plainTable.sb.chat({ playerid: ALICE, content: `!psi defend --req ${xid} --mode none` });
+  assert.match(whispersTo(plainTable.sb, 'Alice').at(-1), /only the controller of Fenka or the GM may choose this defense/);
+  plainTable.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode mental-barrier` });
+  assert.equal(lastRequest(plainTable.sb).body.params.defense.mode, 'mental-barrier');
+
+  // power-pool: the GM's ogre attacks Fenka; Bob chooses, Alice's Seer joins by Alice's choice.
+  const ctx = seerCampaign();
+  const gmXid = ogreAttacksFenka(ctx);
+  assert.equal(buttons(ctx.sb, 'Alice').length, 0, 'Alice got the buttons of Bob\'s defender');
+  assert.match(join(ctx, ALICE, ctx.tokens.seer, gmXid), /<b>Seer<\/b> joins the defense of Fenka/);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /<b>Seer<\/b> joins the defense of Fenka/);
+  const sent = requestsBeyondChecks(ctx.sb).length;
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${gmXid} --mode none` });
+  assert.equal(requestsBeyondChecks(ctx.sb).length, sent + 1, 'Bob\'s defense was not sent');
+
+  // A wave by Alice's ogre on Bob's Fenka and Alice's own Ulcen: each player chooses for
+  // its own mind (Alice, Ulcen's only controller, too); Alice's Seer may join, and both hear it.
+  const wave = seerCampaign();
+  wave.ogre.set('controlledby', ALICE);
+  wave.sb.attribute(wave.ulcen.id, 'psi_controlling').set({ current: '[]' });
+  wave.sb.attribute(wave.thrall.id, 'psi_controlled_by').set({ current: '' });
+  wave.sb.attribute(wave.ogre.id, 'psi_attacks').set({ current: 'Mental Stab, Psionic Wave' });
+  wave.sb.chat({ playerid: ALICE, selected: [wave.tokens.ogre.id], content: `!psi attack --target ${wave.tokens.fenka.id} --target ${wave.tokens.ulcen.id} --mode psionic-wave` });
+  const waveXid = reqOf(buttons(wave.sb, 'Bob').at(-1));
+  assert.ok(buttons(wave.sb, 'Bob').every((w) => !w.includes(`--for ${wave.ulcen.id}`)), 'Bob got the buttons of Alice\'s Ulcen');
+  assert.ok(buttons(wave.sb, 'Alice').some((w) => w.includes(`--for ${wave.ulcen.id}`)), 'Alice, Ulcen\'s only controller, got no buttons for it');
+  assert.ok(buttons(wave.sb, 'Alice').every((w) => !w.includes(`--for ${wave.fenka.id}`)), 'Alice got the buttons of Bob\'s Fenka');
+  const bobHeard = whispersTo(wave.sb, 'Bob').length;
+  assert.match(join(wave, ALICE, wave.tokens.seer, waveXid), /<b>Seer<\/b> joins the defense of the group of Fenka/);
+  assert.equal(whispersTo(wave.sb, 'Bob').length, bobHeard + 1, 'Bob, who chooses for the first mind, was not told who joined');
+  const before = whispersTo(wave.sb, 'Alice').length;
+  wave.sb.chat({ playerid: ALICE, content: `!psi defend --req ${waveXid} --for ${wave.ulcen.id} --mode none` });
+  assert.ok(whispersTo(wave.sb, 'Alice').slice(before).every((w) => !/refused/.test(w)), 'Alice, Ulcen\'s only controller, may not choose its defense');
+  assert.ok(Object.keys(wave.sb.state.Mindscape.exchanges[waveXid].choices).includes(wave.ulcen.id), 'Ulcen\'s choice was not kept');
+});

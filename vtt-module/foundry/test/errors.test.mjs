@@ -135,6 +135,9 @@ test("a 5003 with retry: false (the store's files deleted or replaced while the 
   const full = "The companion could not save (error id ab12): its disk may be full or its folder read-only. Nothing was changed; free some space on the GM's computer and try again.";
   assert.equal(told({ error_id: "ab12", retry: true }), full);
   assert.equal(told({ error_id: "ab12" }), full);
+  // Only the boolean false says the files are gone: anything else keeps the full-disk story.
+  for (const retry of ["false", 0, null]) assert.equal(told({ error_id: "ab12", retry }), full, `retry ${JSON.stringify(retry)}`);
+  assert.match(told(undefined), /^The companion could not save \(error id \): its disk may be full/);
   // A player's client rebuilds the GM's error from the relay and says the same.
   const relayed = E.errorFromJSON(JSON.parse(JSON.stringify(E.errorFromRpc({ code: 5003, data: { error_id: "ab12", retry: false } }))));
   assert.ok(relayed instanceof E.StoreUnavailableError);

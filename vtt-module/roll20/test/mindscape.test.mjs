@@ -2186,7 +2186,9 @@ test('a 5003 with retry: false (the store\'s files deleted or replaced while the
   };
   const gone = "The companion's store files were moved or deleted while it ran, so nothing was saved: restart <code>mindscape serve</code> on the GM's computer (its log says more under the error id).";
   const full = 'The companion could not save (its disk may be full or its folder read-only), so nothing was changed.';
-  for (const [data, reason] of [[{ error_id: 'e-51', retry: false }, gone], [{ error_id: 'e-51', retry: true }, full], [{ error_id: 'e-51' }, full]]) {
+  for (const [data, reason] of [[{ error_id: 'e-51', retry: false }, gone], [{ error_id: 'e-51', retry: true }, full], [{ error_id: 'e-51' }, full],
+    // Only the boolean false says the files are gone.
+    [{ error_id: 'e-51', retry: 'false' }, full], [{ error_id: 'e-51', retry: 0 }, full]]) {
     const [alice, gm] = refused(data);
     assert.ok(alice.endsWith(`<br>${reason}</div>`), alice);
     assertPlainRefusal(alice);

@@ -131,7 +131,7 @@ test("a store that cannot write says nothing changed and what to do", () => {
 
 test("a 5003 with retry: false (the store's files deleted or replaced while the companion ran) says to restart mindscape serve, not to free space; retry true or absent keeps the full-disk message", () => {
   const told = (data) => E.describeError(E.errorFromRpc({ code: 5003, message: "Store unavailable: nothing was written", data }), i18n);
-  assert.equal(told({ error_id: "ab12", retry: false }), "The companion's store files were moved or deleted while it ran, so nothing was saved (error id ab12). Restart mindscape serve on the GM's computer; its log under that error id says more.");
+  assert.equal(told({ error_id: "ab12", retry: false }), "The companion's store files were moved or deleted while it ran, so nothing was saved (error id ab12). Put them back if they were moved, then restart mindscape serve on the GM's computer (without them it starts a new, empty store); its log under that error id says more.");
   const full = "The companion could not save (error id ab12): its disk may be full or its folder read-only. Nothing was changed; free some space on the GM's computer and try again.";
   assert.equal(told({ error_id: "ab12", retry: true }), full);
   assert.equal(told({ error_id: "ab12" }), full);
@@ -141,7 +141,7 @@ test("a 5003 with retry: false (the store's files deleted or replaced while the 
   // A player's client rebuilds the GM's error from the relay and says the same.
   const relayed = E.errorFromJSON(JSON.parse(JSON.stringify(E.errorFromRpc({ code: 5003, data: { error_id: "ab12", retry: false } }))));
   assert.ok(relayed instanceof E.StoreUnavailableError);
-  assert.match(E.describeError(relayed, i18n), /^The companion's store files were moved or deleted .*Restart mindscape serve/);
+  assert.match(E.describeError(relayed, i18n), /^The companion's store files were moved or deleted .*restart mindscape serve/);
 });
 
 test("invalid params name the JSON Pointer path of each problem", () => {

@@ -2184,7 +2184,7 @@ test('a 5003 with retry: false (the store\'s files deleted or replaced while the
     answer(ctx, declare.id, { jsonrpc: '2.0', id: declare.id, error: { code: 5003, message: 'Store unavailable: nothing was written', data } });
     return [whispersTo(ctx.sb, 'Alice').at(-1), whispersTo(ctx.sb, 'gm').at(-1)];
   };
-  const gone = "The companion's store files were moved or deleted while it ran, so nothing was saved: restart <code>mindscape serve</code> on the GM's computer (its log says more under the error id).";
+  const gone = "The companion's store files were moved or deleted while it ran, so nothing was saved: put them back if they were moved, then restart <code>mindscape serve</code> on the GM's computer (without them it starts a new, empty store; its log says more under the error id).";
   const full = 'The companion could not save (its disk may be full or its folder read-only), so nothing was changed.';
   for (const [data, reason] of [[{ error_id: 'e-51', retry: false }, gone], [{ error_id: 'e-51', retry: true }, full], [{ error_id: 'e-51' }, full],
     // Only the boolean false says the files are gone.

@@ -1301,25 +1301,32 @@ async def test_method_names_no_method_has_are_logged_and_kept_cut_short(
     assert len(lines) >= 5 and max(map(len, lines)) < 2_000
 
 
+def _assert_logged_cut_short(rpc: Rpc, settings: Settings, field: str,
+                             starts: list[str]) -> None:
+    """Each access line's ``field`` begins as in ``starts``, is cut to ``MAX_KEPT`` with
+    an ellipsis, and the log and the kept heads stay small."""
+    lines = _access_lines(rpc, settings)
+    assert [line[field][:len(starts[0])] for line in lines] == starts
+    assert all(len(line[field]) == MAX_KEPT and line[field].endswith("…")
+               for line in lines), lines
+    assert max(map(len, settings.log_stream.getvalue().splitlines())) < 2 * MAX_KEPT  # type: ignore[union-attr]
+    heads = rpc.client.server.app[ACCESS_LOG]._heads
+    kept = sum(len(text) + sum(map(len, key)) for key, text in heads.items())
+    assert kept < 10 * 2 * MAX_KEPT
+
+
 async def test_long_paths_are_logged_and_kept_cut_short(rpc: Rpc,
                                                        settings: Settings) -> None:
     """Any web page can make the GM's browser ask for a path of 8 KB (a GET with no
     ``Origin``, or refused for its ``Origin``: logged either way); the request log wrote
     each whole, a line of 8 KB where a usual one is 150 bytes, and kept up to 512 of them
     as they were. A path is cut as a method name no method has is (``logs.kept``)."""
-    access = rpc.client.server.app[ACCESS_LOG]
     for i in range(5):
         path = f"/{i:04d}" + "a." * 4000
         answer = await rpc.client.get(path, headers={"Origin": "https://evil.example"}
                                       if i % 2 else None)
         assert answer.status == (403 if i % 2 else 404)
-    lines = _access_lines(rpc, settings)
-    assert [line["path"][:5] for line in lines] == [f"/{i:04d}" for i in range(5)]
-    assert all(len(line["path"]) == MAX_KEPT and line["path"].endswith("…")
-               for line in lines), lines
-    assert max(map(len, settings.log_stream.getvalue().splitlines())) < 2 * MAX_KEPT  # type: ignore[union-attr]
-    kept = sum(len(text) + len(key[1]) for key, text in access._heads.items())
-    assert kept < 10 * 2 * MAX_KEPT
+    _assert_logged_cut_short(rpc, settings, "path", [f"/{i:04d}" for i in range(5)])
 
 
 async def test_a_long_http_method_is_logged_and_kept_cut_short(
@@ -1329,7 +1336,6 @@ async def test_a_long_http_method_is_logged_and_kept_cut_short(
     request log wrote such a method whole (the C parser knows its methods by name). It
     is cut as a path is (``logs.kept``)."""
     monkeypatch.setattr("aiohttp.web_protocol.HttpRequestParser", HttpRequestParserPy)
-    access = rpc.client.server.app[ACCESS_LOG]
     for i in range(3):
         method = f"M{i}" + ".m" * 3000  # (dots: no run of a token's alphabet to redact)
         reader, writer = await _opened(rpc, method.encode() + b" /healthz HTTP/1.1\r\n"
@@ -1337,13 +1343,7 @@ async def test_a_long_http_method_is_logged_and_kept_cut_short(
         answer = await asyncio.wait_for(reader.read(), 5)
         writer.close()
         assert answer.startswith(b"HTTP/1.1 405 "), answer[:80]
-    lines = _access_lines(rpc, settings)
-    assert [line["http"][:2] for line in lines] == ["M0", "M1", "M2"]
-    assert all(len(line["http"]) == MAX_KEPT and line["http"].endswith("…")
-               for line in lines), lines
-    assert max(map(len, settings.log_stream.getvalue().splitlines())) < 2 * MAX_KEPT  # type: ignore[union-attr]
-    kept = sum(len(text) + len(key[0]) for key, text in access._heads.items())
-    assert kept < 10 * 2 * MAX_KEPT
+    _assert_logged_cut_short(rpc, settings, "http", ["M0", "M1", "M2"])
 
 
 async def test_a_fault_on_a_long_path_logs_the_path_cut_short(

@@ -1155,11 +1155,12 @@ export class Mindscape {
   /**
    * GM: ask the defender's owner (or the GM) for a defense, with a timeout and a
    * remembered default; `attackerName.player`, the player who asked for the attack, is
-   * not asked while another player owns the defender (`ownerOf`). Only the defenses the defender knows are offered (the daemon's
-   * rule for its system, requests.js `knownModeIds`); a defender that knows none (a
-   * non-psionic mind) is not asked and raises none, except a power-pool spellcaster
-   * (spells memorised), which may still sacrifice them. Only a defense it knows is
-   * remembered as its default.
+   * not asked while another player answers for the defender (`ownerOf`). Only the
+   * defenses the defender knows are offered (the daemon's rule for its system,
+   * requests.js `knownModeIds`); a defender that knows none (a non-psionic mind) is not
+   * asked and raises none, except a power-pool spellcaster (spells memorised), which may
+   * still sacrifice them. Only a defense it knows is remembered as its default, once the
+   * exchange is resolved (the answer's `keepAsDefault`, called by `keepDefaults`).
    *
    * power-pool: with `allies` (a function giving a defender's `allyCandidates`), a
    * defender that knows a mode drawing allies in (imagination-swarm) is offered the
@@ -1171,7 +1172,7 @@ export class Mindscape {
    * `refused` (the companion refused the defense chosen before, `tellDefenseRefused`): the
    * defender is asked again and told why; nothing is preselected, without an answer no
    * defense is raised, and the answer is not remembered.
-   * @returns {Promise<{mode:string|null, sacrifice?:any, allies:{token:any, actor:any}[], timedOut?:boolean, cancelled?:boolean, refused?:boolean, notAsked?:boolean}>}
+   * @returns {Promise<{mode:string|null, sacrifice?:any, allies:{token:any, actor:any}[], timedOut?:boolean, cancelled?:boolean, refused?:boolean, notAsked?:boolean, keepAsDefault?:(()=>Promise<any>)|null}>}
    */
   async askDefense(defender, attackerName, attack, aimedAt = null, allies = null, refused = null) {
     const system = this.system;

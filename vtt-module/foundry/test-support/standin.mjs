@@ -110,6 +110,8 @@ function dialogContentHtml(content, generation) {
 const instances = new Map();
 class DialogV2 {
   static generation = 13;
+  /** The z-index of the window brought to the front last (above the CSS's 10). */
+  static front = 10;
   static wait({ window: win = {}, content = "", buttons = [], render, rejectClose = false, classes = [], position = {} }) {
     return new Promise((resolve, reject) => {
       const el = document.createElement("dialog");
@@ -141,6 +143,9 @@ class DialogV2 {
         finish();
         resolve(value);
       });
+      // As Foundry brings a window to the front when it is pressed (bringToFront): a
+      // dialog opened later may cover one opened before it.
+      el.addEventListener("pointerdown", () => { el.style.zIndex = String(++DialogV2.front); });
       el.show();
       render?.(new Event("render"), DialogV2.generation >= 13 ? app : el);
     });

@@ -973,6 +973,9 @@ test("a power-pool single attack with the real companion: control kept by a die,
   assert.match(await allies.locator(".hint").textContent(), /A psionic creature is never drawn in: it joins only by its own choice\./);
   const pickable = () => allies.locator("input[name=allies]").evaluateAll((inputs) => inputs.map((i) => !i.disabled && !i.closest("fieldset:disabled")));
   assert.deepEqual(await pickable(), [false], "no defense chosen yet");
+  // The join question may have opened after the defense and cover it: as a GM would,
+  // press the defense's title to bring it to the front.
+  await defense.locator(".window-header").click();
   await defense.locator('input[name=mode][value="imagination-swarm"]').check();
   assert.deepEqual(await pickable(), [true]);
   await allies.locator("input[name=allies]").nth(0).check();

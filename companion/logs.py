@@ -16,9 +16,9 @@ Nothing logs a token or an ``Authorization`` header: the security code never pas
 either to a logger, and ``redact`` takes out anything shaped like one that another part
 puts in a message: aiohttp quotes a malformed header line in its error, and names the
 subprotocols a WebSocket offered (``token.<token>``) when none is ours; a client may put
-a token in a path or a method name. Nor can a client's text break a line or reach a
-terminal as an escape sequence: what JSON leaves raw of such characters is escaped
-(``_escaped``).
+a token in a path or a method name. Nor can a client's text break a line, reach a
+terminal as an escape sequence or reorder what a line shows: what JSON leaves raw of
+such characters is escaped (``_escaped``).
 """
 
 from __future__ import annotations
@@ -51,19 +51,23 @@ _SHORTEST = len("token.") + 1
 
 
 #: What JSON writes as it is (``ensure_ascii=False``) but a log line must not hold raw:
-#: the C1 controls (a terminal may take U+009B for the start of an escape sequence, as it
-#: does ESC, which JSON escapes) and the line and paragraph separators, which Python's
-#: ``str.splitlines`` (U+0085 too, a C1 control) takes for the end of a line. A client
-#: chooses such text: a path ``/%C2%9B...`` or ``/%E2%80%A8...`` (any web page can have
-#: the GM's browser ask for one), a method name ``"\u2028"``.
-_UNSAFE = re.compile("[\x80-\x9f\u2028\u2029]")
+#: DEL and the C1 controls (a terminal may take U+009B for the start of an escape
+#: sequence, as it does ESC, which JSON escapes), the line and paragraph separators,
+#: which Python's ``str.splitlines`` (U+0085 too, a C1 control) takes for the end of a
+#: line, and the bidirectional controls (U+061C, U+200E, U+200F, U+202A to U+202E,
+#: U+2066 to U+2069), with which a line shows its text in another order than it holds
+#: it ("Trojan Source"). A client chooses such text: a path ``/%C2%9B...`` or
+#: ``/%E2%80%A8...`` (any web page can have the GM's browser ask for one), a method name
+#: ``"\u2028"``.
+_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 
 
 def _escaped(text: str) -> str:
     """JSON ``text`` with the characters of ``_UNSAFE`` written as ``\\u`` escapes:
     the same JSON values (JSON holds them only inside strings), safe to print or split
-    into lines."""
-    if text.isascii():
+    into lines, and read in the order it is written."""
+    # DEL is ASCII: the fast path is only for ASCII text without it
+    if text.isascii() and "\x7f" not in text:
         return text
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 

@@ -316,6 +316,37 @@ async def test_a_client_cannot_forge_a_line_or_an_escape_sequence_in_the_request
         ("POST", [UNSAFE]), (None, [UNSAFE])]
 
 
+#: DEL and the bidirectional controls, with which a line shows its text in another order
+#: than it holds it ("Trojan Source"): U+202E shows what follows it right to left.
+REORDERING = "\x7f\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+async def test_a_client_cannot_reorder_what_a_request_line_shows_nor_send_del(
+        aiohttp_client: Any, tmp_path: Path) -> None:
+    """DEL and the bidirectional controls in a method name or a path are written as
+    ``\\u`` escapes, and read back as the client's text; DEL in a line that is otherwise
+    all ASCII too (DEL is ASCII, so the ASCII-only shortcut must not pass it raw)."""
+    stream = io.StringIO()
+    settings = Settings(home=tmp_path / "home", log_stream=stream, log_level="info")
+    client: TestClient[Any, Any] = await aiohttp_client(create_app(settings))
+    token = settings.token_path.read_text().strip()
+    for method in ("rm\x7f", "user" + REORDERING + "nimda"):
+        response = await client.post(
+            "/rpc", json={"jsonrpc": "2.0", "method": method, "id": 1},
+            headers={"Authorization": f"Bearer {token}"})
+        assert (await response.json())["error"]["code"] == -32601
+    path = "/admin" + REORDERING
+    assert (await client.get(urllib.parse.quote(path))).status == 404
+    await client.close()
+    text = stream.getvalue()
+    assert not any(c in text for c in REORDERING), repr(text)
+    assert "\\u007f" in text and "\\u202e" in text
+    lines = [json.loads(part) for part in text.splitlines()]
+    assert [line["methods"] for line in lines if "methods" in line] == [
+        ["rm\x7f"], ["user" + REORDERING + "nimda"]]
+    assert [line["path"] for line in lines if line.get("http") == "GET"] == [path]
+
+
 def test_a_logging_record_holding_such_characters_is_one_line_too(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """JsonLines: a record's message and fields (a fault's path, ``security._fault``)
@@ -325,6 +356,19 @@ def test_a_logging_record_holding_such_characters_is_one_line_too(
             "at %s", UNSAFE, extra={"fields": {"path": "/" + UNSAFE}})
     line = _one_line(stream.getvalue())
     assert (line["msg"], line["path"]) == ("at " + UNSAFE, "/" + UNSAFE)
+
+
+def test_a_logging_record_is_escaped_of_del_and_bidirectional_controls(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """JsonLines: DEL (in a record all ASCII besides, written on its own) and the
+    bidirectional controls are ``\\u`` escapes too, read back as they were."""
+    for text in ("at /rm\x7f", "at /" + REORDERING):
+        with _configured("info", monkeypatch) as stream:
+            logging.getLogger("mindscape.test").warning(text)
+        written = stream.getvalue()
+        assert not any(c in written for c in REORDERING), repr(written)
+        [line] = _lines(stream)
+        assert line["msg"] == text
 
 
 def test_stderr_takes_what_is_not_utf_8_as_a_question_mark(

@@ -4894,7 +4894,8 @@ var Mindscape = Mindscape || (() => {
     if (error.code === BRIDGE_REFUSED) return say(data.detail || 'the bridge could not carry this out');
     // retry: false: the store's files were deleted or replaced under the running companion,
     // and only a restart helps; true or absent (an older companion): the disk refused.
-    if (error.code === STORE_UNAVAILABLE && data.retry === false) return 'The companion\'s store files were moved or deleted while it ran, so nothing was saved: put them back if they were moved, then restart <code>mindscape serve</code> on the GM\'s computer (without them it starts a new, empty store; its log says more under the error id).';
+    // A player reads this too, and no error id: the GM finds it in refusalNote's small print.
+    if (error.code === STORE_UNAVAILABLE && data.retry === false) return 'The companion\'s store files were moved or deleted while it ran, so nothing was saved: put them back if they were moved, then restart <code>mindscape serve</code> on the GM\'s computer (without them it starts a new, empty store; its log there says more).';
     if (error.code === STORE_UNAVAILABLE) return 'The companion could not save (its disk may be full or its folder read-only), so nothing was changed.';
     if (error.code === INTERNAL_ERROR) return 'The companion failed unexpectedly; its log on the GM\'s computer says why.';
     return 'The companion could not carry this out.';

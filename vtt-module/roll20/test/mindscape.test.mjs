@@ -2176,7 +2176,7 @@ test('a declaration refused reads in the table\'s words: no error code, rule id,
   }
 });
 
-test('a 5003 with retry: false (the store\'s files deleted or replaced while the companion ran) says to restart mindscape serve; retry true or absent keeps the full-disk reason; the GM keeps the error id either way', () => {
+test('a 5003 with retry: false (the store\'s files deleted or replaced while the companion ran) says to restart mindscape serve; retry true or absent keeps the full-disk reason; the GM keeps the error id either way, and a player is pointed at no id he cannot see', () => {
   const ctx = encounterWithTwo();
   const refused = (data) => {
     ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi encounter declare --attack ego-whip --target ${ctx.tokens.fenka.id} --mult 2 --defense thought-shield` });
@@ -2184,7 +2184,7 @@ test('a 5003 with retry: false (the store\'s files deleted or replaced while the
     answer(ctx, declare.id, { jsonrpc: '2.0', id: declare.id, error: { code: 5003, message: 'Store unavailable: nothing was written', data } });
     return [whispersTo(ctx.sb, 'Alice').at(-1), whispersTo(ctx.sb, 'gm').at(-1)];
   };
-  const gone = "The companion's store files were moved or deleted while it ran, so nothing was saved: put them back if they were moved, then restart <code>mindscape serve</code> on the GM's computer (without them it starts a new, empty store; its log says more under the error id).";
+  const gone = "The companion's store files were moved or deleted while it ran, so nothing was saved: put them back if they were moved, then restart <code>mindscape serve</code> on the GM's computer (without them it starts a new, empty store; its log there says more).";
   const full = 'The companion could not save (its disk may be full or its folder read-only), so nothing was changed.';
   for (const [data, reason] of [[{ error_id: 'e-51', retry: false }, gone], [{ error_id: 'e-51', retry: true }, full], [{ error_id: 'e-51' }, full],
     // Only the boolean false says the files are gone.
@@ -2192,6 +2192,8 @@ test('a 5003 with retry: false (the store\'s files deleted or replaced while the
     const [alice, gm] = refused(data);
     assert.ok(alice.endsWith(`<br>${reason}</div>`), alice);
     assertPlainRefusal(alice);
+    // The player's whisper has no small print: it must not send him to an error id.
+    assert.doesNotMatch(alice, /error id|e-51/, alice);
     assert.ok(gm.endsWith(`<br>${reason}<br><span style="font-size:9px;color:#888;">companion: 5003 error id e-51 Store unavailable: nothing was written</span></div>`), gm);
   }
 });

@@ -749,10 +749,22 @@ def _peer(ctx: Context, method: str) -> Any:
 
 
 async def encounter_watch(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    """``encounter.watch``: notices of this encounter's changes to the calling socket."""
+    """``encounter.watch``: notices of this encounter's changes to the calling socket,
+    from the revision it answers on. The socket is a watcher before the encounter is
+    read, so a change stored meanwhile is in the answer or sent as a notice (both at
+    worst), never lost; a read that fails (an unknown encounter) leaves it no watch it
+    did not hold before."""
     peer = _peer(ctx, "encounter.watch")
-    record = await ctx.services.store.get(params["id"])
-    ctx.services.hub.watch(peer, record.id)
+    hub = ctx.services.hub
+    encounter_id = params["id"]
+    held = encounter_id in peer.watching
+    hub.watch(peer, encounter_id)
+    try:
+        record = await ctx.services.store.get(encounter_id)
+    except BaseException:
+        if not held:
+            hub.unwatch(peer, encounter_id)
+        raise
     return {"id": record.id, "revision": record.revision, "watching": True}
 
 

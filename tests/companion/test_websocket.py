@@ -26,7 +26,7 @@ from companion import status as status_module
 from companion import ws as ws_module
 from companion.app import create_app
 from companion.hub import CLOSE_TIMEOUT, Peer
-from companion.keys import HUB, TOKENS
+from companion.keys import HUB, SERVICES, TOKENS
 from companion.logs import MAX_KEPT
 from companion.settings import Settings
 from companion.tokens import rotate_token
@@ -386,9 +386,70 @@ async def test_a_socket_that_takes_its_notice_after_a_moment_keeps_it() -> None:
 
 
 async def test_watching_an_unknown_encounter_is_4004(rpc: Rpc) -> None:
+    """API.md: 4004 for an unknown encounter, and the socket is left watching nothing
+    (encounter.watch makes it a watcher before it reads the encounter, and takes that
+    back when the read fails)."""
     ws = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"))
     answer = await _call(ws, "encounter.watch", {"id": "nope"})
     assert answer["error"]["code"] == 4004
+    hub = rpc.client.server.app[HUB]
+    assert hub.watchers("nope") == [] and [p.watching for p in hub.peers] == [set()]
+    await ws.close()
+
+
+async def test_a_failed_rewatch_keeps_the_watch_the_socket_held(
+        rpc: Rpc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second encounter.watch of the same encounter whose read fails (the store
+    unreadable for a moment) takes back only what it added: the socket still gets the
+    notices its first call asked for."""
+    eid = (await rpc.ok("encounter.create", {"system": "sample-duel"}))["id"]
+    ws = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"))
+    assert (await _call(ws, "encounter.watch", {"id": eid}))["result"]["watching"]
+    store = rpc.client.server.app[SERVICES].store
+
+    async def unreadable(id: str) -> Any:
+        raise OSError("the disk went away")
+
+    monkeypatch.setattr(store, "get", unreadable)
+    assert (await _call(ws, "encounter.watch", {"id": eid}, 2))["error"]["code"] == -32603
+    monkeypatch.undo()
+    assert len(rpc.client.server.app[HUB].watchers(eid)) == 1
+    await ws.close()
+
+
+async def test_a_change_stored_while_watch_reads_the_encounter_is_not_lost(
+        rpc: Rpc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """encounter.watch makes the socket a watcher before it reads the encounter: a
+    change stored between that read and the answer is told to the socket (the answer
+    has the revision read, the notice the one after). The store's read is wrapped to
+    store such a change right after it, as another client's call would; were the
+    socket made a watcher only after the read, the notice would go to nobody, and
+    only the order in which the store's calls run kept that from happening."""
+    eid = (await rpc.ok("encounter.create", {"system": "sample-duel"}))["id"]
+    hub = rpc.client.server.app[HUB]
+    store = rpc.client.server.app[SERVICES].store
+    read = store.get
+    watching_at_read: list[int] = []
+
+    async def read_then_change(id: str) -> Any:
+        record = await read(id)
+        if not watching_at_read:
+            watching_at_read.append(len(hub.watchers(eid)))
+            monkeypatch.setattr(store, "get", read)
+            await rpc.ok("encounter.add", {"id": eid, "combatant": duelist("ann")})
+        return record
+
+    monkeypatch.setattr(store, "get", read_then_change)
+    ws = await _connect(rpc, protocols=("mindscape.v1", f"token.{rpc.token}"))
+    await ws.send_json({"jsonrpc": "2.0", "method": "encounter.watch", "params": {"id": eid},
+                        "id": 1})
+    # the notice may come before the answer: it is sent as soon as the change is stored
+    got = [json.loads(await asyncio.wait_for(ws.receive_str(), 5)) for _ in range(2)]
+    assert sorted(got, key=lambda m: "id" not in m) == [
+        {"jsonrpc": "2.0", "id": 1, "result": {"id": eid, "revision": 0, "watching": True}},
+        {"jsonrpc": "2.0", "method": "encounter.changed",
+         "params": {"id": eid, "revision": 1}}]
+    assert watching_at_read == [1]
     await ws.close()
 
 

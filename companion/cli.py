@@ -106,6 +106,16 @@ def _token_command(args: argparse.Namespace, home: Path) -> str:
             else "mindscape token")
 
 
+def _shown_arg(text: str) -> str:
+    """``text`` from the command line as a message shows it: each byte that is not UTF-8
+    (which Python keeps as a lone surrogate, U+DC80 to U+DCFF) as ``\\xNN``, the byte
+    itself, and any other lone surrogate as ``\\uNNNN``; the rest as it is. One form
+    wherever such a byte is named (a method name, params, a host)."""
+    return "".join(
+        (f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else f"\\u{ord(c):04x}")
+        if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+
+
 def _fail(message: str, status: int) -> int:
     """Say what went wrong on one line of stderr; ``status`` is the exit status."""
     print(f"mindscape: {message}", file=sys.stderr)
@@ -462,10 +472,11 @@ def _host_problem(host: str) -> tuple[str | None, str | None]:
         host.encode("utf-8")
         host.encode("idna")
     except UnicodeError as exc:
-        # (a byte that is no UTF-8 is shown escaped: stderr could not write it)
-        shown = host.encode("utf-8", "backslashreplace").decode()
-        return (f"--host {shown} is not a name this computer can look up ({exc}); give an "
-                "address, such as the default 127.0.0.1"), None
+        # a byte that is not UTF-8 said as call says it, not as the codec's '\udcff'
+        not_utf8 = isinstance(exc, UnicodeEncodeError) and exc.encoding == "utf-8"
+        why = "it holds bytes that are not UTF-8" if not_utf8 else exc
+        return (f"--host {_shown_arg(host)} is not a name this computer can look up "
+                f"({why}); give an address, such as the default 127.0.0.1"), None
     if host.lower() == "localhost" or (addresses and all(a.is_loopback for a in addresses)):
         return None, None
     return None, (f"warning: --host {host} exposes the daemon to the network in plain "
@@ -533,11 +544,9 @@ def _params(text: str) -> dict[str, Any] | str:
         # A byte of the command line that is not UTF-8, which Python keeps as a lone
         # surrogate (U+DC80 to U+DCFF): the parser would name an unpaired surrogate,
         # which the user never typed, not the byte.
-        code = ord(text[exc.start])
-        shown = f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
         return (f"the params are not text (they hold bytes that are not UTF-8: the first, "
-                f"{shown}, is character {exc.start + 1}); give one JSON object in single "
-                f"quotes, as in {PARAMS_EXAMPLE}")
+                f"{_shown_arg(text[exc.start])}, is character {exc.start + 1}); give one "
+                f"JSON object in single quotes, as in {PARAMS_EXAMPLE}")
     try:
         # The daemon's own strict parser: NaN, Infinity, 1e999 are refused here.
         params = parse(text)
@@ -589,9 +598,9 @@ def call(args: argparse.Namespace) -> int:
         # A byte of the command line that is not UTF-8 (Python keeps it as a lone
         # surrogate): sent, it made JSON that the daemon refuses as a parse error, which
         # named neither the method nor the byte.
-        shown = os.fsencode(args.method).decode("utf-8", "backslashreplace")
-        return _fail(f"the method name {shown} is not text (it holds bytes that are not "
-                     "UTF-8); give a method's name, such as companion.info", FAILED)
+        return _fail(f"the method name {_shown_arg(args.method)} is not text (it holds "
+                     "bytes that are not UTF-8); give a method's name, such as "
+                     "companion.info", FAILED)
     message: dict[str, Any] = {"jsonrpc": "2.0", "method": args.method,
                                "id": int(time.time() * 1000)}
     if args.params is not None:

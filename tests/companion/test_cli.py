@@ -1147,7 +1147,8 @@ def test_an_empty_host_is_shown_as_two_quotes_in_the_refusal(
     ("a..b", "--host a..b is not a name this computer can look up ("),
     ("x" * 64, f"--host {'x' * 64} is not a name this computer can look up ("),
     # a byte that is no UTF-8 in the command line (Python gives it as a surrogate)
-    ("\udcff", "--host \\udcff is not a name this computer can look up (")])
+    ("\udcff", "--host \\xff is not a name this computer can look up (it holds bytes "
+                "that are not UTF-8)")])
 def test_a_host_no_lookup_could_take_is_refused_before_anything_is_made(
         host: str, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """docs/API.md: a failure to start is one line on stderr and exit 2. A host with an
@@ -1160,6 +1161,36 @@ def test_a_host_no_lookup_could_take_is_refused_before_anything_is_made(
     assert line.startswith(f"mindscape: {said}")
     assert line.endswith("); give an address, such as the default 127.0.0.1")
     assert not home.exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["call", "dice\udcff"],
+    ["call", "dice.roll", '{"expr": "2d6\udcff"}'],
+    ["serve", "--host", "local\udcffhost", "--port", "0"]],
+    ids=["method name", "params", "host"])
+def test_a_byte_that_is_not_utf8_is_shown_as_backslash_x_wherever_it_is(
+        argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/API.md: a byte of the command line that is not UTF-8 (0xFF here; Python
+    gives it as the lone surrogate U+DCFF) is named as ``\\xff`` in each refusal, the
+    method name's, the params' and the host's alike: the host's said ``\\udcff``, a
+    character the user never typed, where the others said ``\\xff``. Nothing is made."""
+    home = tmp_path / "home"
+    assert main([*argv, "--home", str(home)]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "\\xff" in line and "bytes that are not UTF-8" in line, line
+    assert "\\udcff" not in line and "\udcff" not in line, line
+    assert not home.exists()
+
+
+def test_a_method_name_holding_another_lone_surrogate_is_refused_too(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A lone surrogate that stands for no byte (U+D800, as a Windows command line may
+    hold) is shown as ``\\ud800``: a refusal, not the traceback ``os.fsencode`` raised
+    on it."""
+    assert main(["call", "dice\ud800", "--home", str(tmp_path / "home")]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        "mindscape: the method name dice\\ud800 is not text (it holds bytes that are not "
+        "UTF-8); give a method's name, such as companion.info")
 
 
 class _Answering(http.server.BaseHTTPRequestHandler):

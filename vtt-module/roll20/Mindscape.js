@@ -1534,6 +1534,18 @@ var Mindscape = Mindscape || (() => {
   const joinedOf = (exchange) => (Array.isArray(exchange.joined) ? exchange.joined : []);
   const joinedRefs = (exchange) => joinedOf(exchange).map((j) => j.ref);
 
+  // Whether `playerid` may learn that the creature `ref` joined (or left) the defense
+  // against `exchange`: who joins is the defending side's secret until the card. Any
+  // player but the attacking one may (it is told only as one of that side: joinAudience);
+  // the attacking player where it chooses for the creature itself (answerersOf), or, in a
+  // single attack, where it chooses the defense (its own mind attacked: it knows both
+  // sides). Not for choosing a struck mind's defense in a psionic wave: a wave may strike
+  // the attacking player's own creature in range, and the group it defends with is the
+  // others' too.
+  const mayKnowJoiner = (exchange, playerid, ref) => playerIsGM(playerid) || playerid !== exchange.by
+    || answerersOf(ref, exchange.by).includes(playerid)
+    || (!Array.isArray(exchange.members) && answerersOf(exchange.struck || exchange.defender, exchange.by).includes(playerid));
+
   // The line under an attack's defense buttons that says how a psionic creature joins the
   // defense (seed 001: "Psionically active creatures may also use this defence mode to
   // participate in a psionic combat that is targeting an ally they can see"): its own
@@ -2163,10 +2175,13 @@ var Mindscape = Mindscape || (() => {
   // The players told that a creature joins or leaves the defense against `exchange`: those
   // who choose for the minds choosing it and for the creature (answerersOf: not the
   // attacking player while another player controls the mind, as the rest of the defense),
-  // and the sender (the GM is whispered apart).
+  // and the sender (the GM is whispered apart). In a psionic wave not the attacking player
+  // for a struck mind of its own (mayKnowJoiner): only where the creature is its own to
+  // choose for, or it sent the command.
   const joinAudience = (exchange, ref, sender) => {
     const choosers = Array.isArray(exchange.members) ? exchange.members : [exchange.struck || exchange.defender];
-    return new Set(choosers.concat([ref]).flatMap((one) => answerersOf(one, exchange.by)).concat([sender]).filter((pid) => !playerIsGM(pid)));
+    return new Set(choosers.concat([ref]).flatMap((one) => answerersOf(one, exchange.by)).filter((pid) => mayKnowJoiner(exchange, pid, ref))
+      .concat([sender]).filter((pid) => !playerIsGM(pid)));
   };
 
   // power-pool, seed 001: "Psionically active creatures may also use this defence mode to

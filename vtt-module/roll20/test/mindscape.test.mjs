@@ -7159,6 +7159,58 @@ test('power-pool !psi join in a psionic wave: a creature the first mind drew in 
   assert.equal(JSON.stringify(ctx.sb.state.Mindscape.exchanges), before, 'nothing changed');
 });
 
+// seerCampaign, and Carol, a third player, who plays Sprite, a psionic creature that
+// knows Imagination Swarm. Returns the campaign with `sprite`.
+const CAROL = '-Pcarol';
+const spriteCampaign = () => {
+  const ctx = seerCampaign();
+  ctx.sb.add('player', { _id: CAROL, _displayname: 'Carol', __gm: false, _online: true });
+  const attrs = (charId, list) => list.forEach(([name, current, max = '']) => ctx.sb.add('attribute', { _characterid: charId, name, current, max }));
+  const sprite = ctx.sb.add('character', { name: 'Sprite', controlledby: CAROL });
+  attrs(sprite.id, [['psi_pool', '2', '2'], ['psi_die', '6'], ['psi_psionic', '1'], ['HP', '7', '7'], ['psi_defenses', 'Imagination Swarm']]);
+  ctx.tokens.sprite = ctx.sb.add('graphic', { _subtype: 'token', _pageid: '-Page', represents: sprite.id, name: 'Sprite', bar1_link: ctx.sb.attribute(sprite.id, 'HP').id });
+  return Object.assign(ctx, { sprite });
+};
+
+// spriteCampaign, and a psionic wave Alice makes with Ulcen at Fenka (Bob's) and Seer
+// (Alice's own, in range), in the order `first` gives ('fenka' or 'seer'). Returns the
+// campaign with the id of the attack waiting for the defenses (`xid`).
+const ownWave = (first = 'fenka') => {
+  const ctx = spriteCampaign();
+  const attrs = (charId, list) => list.forEach(([name, current, max = '']) => ctx.sb.add('attribute', { _characterid: charId, name, current, max }));
+  ctx.sb.attribute(ctx.ulcen.id, 'psi_controlling').set({ current: '[]' });
+  ctx.sb.attribute(ctx.thrall.id, 'psi_controlled_by').set({ current: '' });
+  attrs(ctx.ulcen.id, [['psi_attacks', 'Psionic Wave']]);
+  const targets = first === 'seer' ? [ctx.tokens.seer, ctx.tokens.fenka] : [ctx.tokens.fenka, ctx.tokens.seer];
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack ${targets.map((t) => `--target ${t.id}`).join(' ')} --mode psionic-wave` });
+  const xid = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges[xid].members), targets.map((t) => t.get('represents')));
+  return Object.assign(ctx, { xid });
+};
+
+// What Carol is whispered, as whispersTo gives it.
+const toCarol = (ctx) => ctx.sb.chats.filter((c) => c.input.startsWith('/w "Carol" ')).map((c) => c.input);
+
+test('power-pool !psi join in a psionic wave that strikes a mind of the attacking player: a creature of a third player joins; the attacking player, who chooses its own mind\'s defense, is not told (the defense is a secret until the card), the rest of the defending side and the GM are', () => {
+  const ctx = ownWave();
+  const before = whispersTo(ctx.sb, 'Alice').length;
+  ctx.sb.chat({ playerid: CAROL, selected: [ctx.tokens.sprite.id], content: `!psi join --req ${ctx.xid}` });
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges[ctx.xid].joined), [{ ref: ctx.sprite.id, mode: 'imagination-swarm' }]);
+  const line = /<b>Sprite<\/b> joins the defense of the group of Fenka \(struck first by the psionic wave of Ulcen of Tyr\)/;
+  assert.match(toCarol(ctx).at(-1), line, 'the sender');
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), line, 'the player of the mind struck first');
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), line);
+  const alice = whispersTo(ctx.sb, 'Alice').slice(before);
+  assert.ok(alice.every((w) => !/Sprite|joins the defense/.test(w)), alice.join('\n'));
+  // Leaving is told to the same players.
+  ctx.sb.chat({ playerid: CAROL, selected: [ctx.tokens.sprite.id], content: `!psi join --req ${ctx.xid} --leave` });
+  assert.match(toCarol(ctx).at(-1), /<b>Sprite<\/b> leaves the defense of the group of Fenka/);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /<b>Sprite<\/b> leaves the defense/);
+  assert.ok(whispersTo(ctx.sb, 'Alice').slice(before).every((w) => !/Sprite/.test(w)));
+  // Alice still chooses her own Seer's defense, with its buttons.
+  assert.match(whispersTo(ctx.sb, 'Alice').filter((w) => /defend!/.test(w)).at(-1), new RegExp(`<b>Seer</b>, choose a defense:.*!psi defend --req ${ctx.xid} --for ${ctx.seer.id} --mode imagination-swarm`));
+});
+
 test('power-pool !psi join and a refused defense: a refusal about the creature that joined leaves it out (it may join again under the new id); any other keeps it joined; a failure tells its player only that', () => {
   const ctx = seerCampaign();
   const xid = ogreAttacksFenka(ctx);

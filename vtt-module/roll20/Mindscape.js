@@ -1546,19 +1546,24 @@ var Mindscape = Mindscape || (() => {
     || answerersOf(ref, exchange.by).includes(playerid)
     || (!Array.isArray(exchange.members) && answerersOf(exchange.struck || exchange.defender, exchange.by).includes(playerid));
 
+  // The creatures that joined the defense against `exchange` that `reader` may learn of
+  // (mayKnowJoiner): every one for the GM (a null reader).
+  const joinedKnownTo = (exchange, reader) => joinedOf(exchange).filter((j) => reader === null || mayKnowJoiner(exchange, reader, j.ref));
+
   // The line under an attack's defense buttons that says how a psionic creature joins the
   // defense (seed 001: "Psionically active creatures may also use this defence mode to
   // participate in a psionic combat that is targeting an ally they can see"): its own
   // choice, so it is its controller's command, not the defender's. The players of other
   // creatures do not see this whisper: the GM (or the defender's player) passes it on.
-  // Empty outside power-pool.
-  const joinHint = (xid, exchange) => {
+  // Empty outside power-pool. It names the creatures that joined so far that `reader` may
+  // learn of (joinedKnownTo; null: the GM).
+  const joinHint = (xid, exchange, reader) => {
     const swarm = (SYSTEMS[exchange.system].swarms || [])[0];
     if (!swarm) return '';
     const wave = Array.isArray(exchange.members);
     const seen = wave ? 'a mind this wave strikes' : chatSafe(fighterName(exchange.defender));
     const group = wave ? ` (it joins the group of ${chatSafe(fighterName(exchange.members[0]))}, struck first)` : '';
-    const joined = joinedRefs(exchange);
+    const joined = joinedKnownTo(exchange, reader).map((j) => j.ref);
     return `<br>A psionic creature that can see ${seen} may join the defense by its own choice, with ${label(swarm)}${group}: `
       + `its controller or the GM selects its token and sends [Join the defense](!psi join --req ${xid}) (<code>!psi join --req ${xid}</code>) `
       + `before the defense is chosen.${joined.length ? ` Joined: ${joined.map(fighterName).map(chatSafe).join(', ')}.` : ''}`;
@@ -1664,41 +1669,43 @@ var Mindscape = Mindscape || (() => {
     return `${buttons}${leads ? allyHint(exchange.system, chooser, command) : ''}`;
   };
 
-  // Whispers `text` to the players who choose a mind's defense against an attack player
-  // `by` made (answerersOf) and the GM (who always sees a secret choice).
-  const whisperSide = (ref, text, by) => {
-    answerersOf(ref, by).forEach((pid) => whisperPlayer(pid, text));
-    whisperGM(text);
+  // Whispers `textFor(reader)` to the players who choose a mind's defense against an
+  // attack player `by` made (answerersOf) and the GM (who always sees a secret choice;
+  // reader null).
+  const whisperSide = (ref, textFor, by) => {
+    answerersOf(ref, by).forEach((pid) => whisperPlayer(pid, textFor(pid)));
+    whisperGM(textFor(null));
   };
 
   // The prompt (with its buttons) of the mind `chooser` asked for its defense against the
   // attack waiting as `xid`: in a single attack the defender, or the controller that
-  // answers in its place; in a psionic wave each mind it strikes.
-  const defensePrompt = (xid, exchange, chooser) => {
+  // answers in its place; in a psionic wave each mind it strikes. As `reader` (a player
+  // id; null: the GM) reads it (joinHint).
+  const defensePrompt = (xid, exchange, chooser, reader) => {
     const attacker = chatSafe(fighterName(exchange.attacker));
     if (Array.isArray(exchange.members)) {
       const names = exchange.targets.map(fighterName).map(chatSafe).join(', ');
       return box('defend!', `${attacker} strikes the minds of <b>${names}</b> at once. `
-        + `<b>${chatSafe(fighterName(chooser))}</b>, choose a defense:<br>${defenseButtons(xid, exchange, chooser)}${joinHint(xid, exchange)}`);
+        + `<b>${chatSafe(fighterName(chooser))}</b>, choose a defense:<br>${defenseButtons(xid, exchange, chooser)}${joinHint(xid, exchange, reader)}`);
     }
     const { struck, defender } = exchange;
     const target = struck
       ? `<b>${chatSafe(fighterName(defender))}</b>, whom <b>${chatSafe(fighterName(struck))}</b> controls: the attack strikes `
         + `${chatSafe(fighterName(struck))}, who chooses the defense`
       : `<b>${chatSafe(fighterName(defender))}</b>. Choose a defense`;
-    return box('defend!', `${attacker} attacks the mind of ${target}:<br>${defenseButtons(xid, exchange, chooser)}${joinHint(xid, exchange)}`);
+    return box('defend!', `${attacker} attacks the mind of ${target}:<br>${defenseButtons(xid, exchange, chooser)}${joinHint(xid, exchange, reader)}`);
   };
 
   // Asks for the defense against a single attack waiting as `xid` (a controlled defender's
   // controller chooses in its place).
   const askSingle = (xid, exchange) => {
     const chooser = exchange.struck || exchange.defender;
-    whisperSide(chooser, defensePrompt(xid, exchange, chooser), exchange.by);
+    whisperSide(chooser, (reader) => defensePrompt(xid, exchange, chooser, reader), exchange.by);
   };
 
   // Asks every mind a psionic wave waiting as `xid` strikes for its defense.
   const askWave = (xid, exchange) => {
-    exchange.members.forEach((member) => whisperSide(member, defensePrompt(xid, exchange, member), exchange.by));
+    exchange.members.forEach((member) => whisperSide(member, (reader) => defensePrompt(xid, exchange, member, reader), exchange.by));
   };
 
   // `requester` made the attack; `chooser` picked the defense (the same player when the
@@ -2024,7 +2031,7 @@ var Mindscape = Mindscape || (() => {
     const next = Object.assign({}, exchange, { choices: Object.assign({}, exchange.choices, { [member]: chosen.defense || {} }) });
     if (drawn.allies.length) withNames(next, drawn.allies).allies = drawn.allies;
     const told = () => tell(msg.playerid, 'defense chosen',
-      `${chatSafe(fighterName(member))}: ${defenseText(chosen.defense, drawn.allies, member === exchange.members[0] ? joinedOf(exchange) : [])}`, TRANSIENT);
+      `${chatSafe(fighterName(member))}: ${defenseText(chosen.defense, drawn.allies, member === exchange.members[0] ? joinedKnownTo(exchange, msg.playerid) : [])}`, TRANSIENT);
     const left = next.members.filter((ref) => !(ref in next.choices));
     if (!left.length) return sendWave(xid, next, told);
     store().exchanges[xid] = next;
@@ -2101,7 +2108,7 @@ var Mindscape = Mindscape || (() => {
       if (!exchange) return;
       const chosen = isObject(exchange.choices) ? exchange.choices : {};
       asked(exchange).filter((ref) => !(ref in chosen) && (gm || answerersOf(ref, exchange.by).includes(msg.playerid)))
-        .forEach((ref) => prompts.push(defensePrompt(xid, exchange, ref)));
+        .forEach((ref) => prompts.push(defensePrompt(xid, exchange, ref, msg.playerid)));
     });
     prompts.forEach((html) => whisperPlayer(msg.playerid, html));
     pruneQuestions(Date.now());

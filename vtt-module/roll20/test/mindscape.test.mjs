@@ -7211,6 +7211,39 @@ test('power-pool !psi join in a psionic wave that strikes a mind of the attackin
   assert.match(whispersTo(ctx.sb, 'Alice').filter((w) => /defend!/.test(w)).at(-1), new RegExp(`<b>Seer</b>, choose a defense:.*!psi defend --req ${ctx.xid} --for ${ctx.seer.id} --mode imagination-swarm`));
 });
 
+test('power-pool !psi join in a psionic wave that strikes a mind of the attacking player: the defense buttons of that mind (!psi pending, or whispered again after a refusal) do not name the creature that joined, nor does its defense chosen when it was struck first; the other side\'s and the GM\'s do', () => {
+  const ctx = ownWave('seer');
+  ctx.sb.chat({ playerid: CAROL, selected: [ctx.tokens.sprite.id], content: `!psi join --req ${ctx.xid}` });
+  assert.match(toCarol(ctx).at(-1), /<b>Sprite<\/b> joins the defense of the group of Seer/);
+  const before = whispersTo(ctx.sb, 'Alice').length;
+  const aliceHeard = () => whispersTo(ctx.sb, 'Alice').slice(before);
+  // !psi pending: Alice gets Seer's buttons, without "Joined: Sprite"; Bob's and the GM's say it.
+  ctx.sb.chat({ playerid: ALICE, content: '!psi pending' });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), new RegExp(`<b>Seer</b>, choose a defense:.*--for ${ctx.seer.id}.*before the defense is chosen\\.</div>$`));
+  ctx.sb.chat({ playerid: BOB, content: '!psi pending' });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /<b>Fenka<\/b>, choose a defense:.*before the defense is chosen\. Joined: Sprite\./);
+  ctx.sb.chat({ playerid: GM, content: '!psi pending' });
+  assert.ok(whispersTo(ctx.sb, 'gm').filter((w) => /defend!/.test(w)).slice(-2).every((w) => /Joined: Sprite\./.test(w)));
+  // Seer leads the group: Alice's defense chosen does not say who joined it.
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${ctx.xid} --for ${ctx.seer.id} --mode imagination-swarm` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /defense chosen<\/b><br>Seer: Imagination Swarm<\/div>$/);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${ctx.xid} --for ${ctx.fenka.id} --mode none` });
+  const req = lastRequest(ctx.sb);
+  assert.deepEqual(req.body.params.allies.map(refOf), [ctx.sprite.id], 'Sprite goes with the group');
+  // The companion refuses Fenka's choice: every mind chooses again; Sprite stays joined.
+  refusal(ctx, req, 'mode-not-known', "Fenka does not know mind-blank (knows ['imagination-swarm'])", ctx.fenka.id);
+  const again = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+  assert.notEqual(again, ctx.xid);
+  assert.deepEqual(joinedAgain(ctx), [[ctx.sprite.id]]);
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /<b>Fenka<\/b>, choose a defense:.*Joined: Sprite\./);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), new RegExp(`<b>Seer</b>, choose a defense:.*--req ${again} --for ${ctx.seer.id}`));
+  assert.ok(whispersTo(ctx.sb, 'gm').filter((w) => w.includes(`--req ${again} `) && /defend!/.test(w)).every((w) => /Joined: Sprite\./.test(w)));
+  assert.match(toCarol(ctx).at(-1), /Still joined: Sprite/);
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${again} --for ${ctx.seer.id} --mode none` });
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /defense chosen<\/b><br>Seer: No defense<\/div>$/);
+  assert.ok(aliceHeard().every((w) => !/Sprite/.test(w)), aliceHeard().join('\n'));
+});
+
 test('power-pool !psi join and a refused defense: a refusal about the creature that joined leaves it out (it may join again under the new id); any other keeps it joined; a failure tells its player only that', () => {
   const ctx = seerCampaign();
   const xid = ogreAttacksFenka(ctx);

@@ -5543,9 +5543,11 @@ var Mindscape = Mindscape || (() => {
     toldWhy.forEach((pid) => tell(pid, 'defense refused', `${why}<br>${waits}`));
     const others = new Set(players(choosers).filter((pid) => !toldWhy.has(pid)));
     others.forEach((pid) => tell(pid, 'defense refused', `A defense chosen against this attack could not be used (the GM has been told why). ${waits}`));
+    // Each is told of those still joined it may know of (mayKnowJoiner: the attacking
+    // player, of its own creatures only).
     const keptPlayers = new Set(players(kept).filter((pid) => !toldWhy.has(pid) && !others.has(pid)));
     keptPlayers.forEach((pid) => tell(pid, 'defense refused', `A defense chosen against this attack could not be used (the GM has been told why). ${waits} `
-      + `Still joined: ${namesOf(kept)} (to leave the defense: ${leave}).`));
+      + `Still joined: ${namesOf(kept.filter((ref) => mayKnowJoiner(exchange, pid, ref)))} (to leave the defense: ${leave}).`));
     const requester = job.requester && !playerIsGM(job.requester) ? job.requester : null;
     if (requester && !toldWhy.has(requester) && !others.has(requester) && !keptPlayers.has(requester)) {
       tell(requester, 'defense refused', `The defense chosen against your attack could not be used, so ${wave ? 'every mind it strikes' : chatSafe(fighterName(choosers[0]))} `

@@ -7244,6 +7244,26 @@ test('power-pool !psi join in a psionic wave that strikes a mind of the attackin
   assert.ok(aliceHeard().every((w) => !/Sprite/.test(w)), aliceHeard().join('\n'));
 });
 
+test('power-pool: after a refused defense, the attacking player whose own creature joined the defense against its attack learns only of that one still joined, not of another player\'s creature (a secret until the card)', () => {
+  const ctx = spriteCampaign();
+  // Alice's ogre attacks Bob's Fenka; Alice makes her Seer join (her own choice), Carol her Sprite.
+  ctx.ogre.set('controlledby', ALICE);
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ogre.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
+  const xid = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+  assert.match(join(ctx, ALICE, ctx.tokens.seer, xid), /<b>Seer<\/b> joins the defense of Fenka/);
+  const before = whispersTo(ctx.sb, 'Alice').length;
+  ctx.sb.chat({ playerid: CAROL, selected: [ctx.tokens.sprite.id], content: `!psi join --req ${xid}` });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /<b>Sprite<\/b> joins the defense of Fenka/);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode blank-mind` });
+  refusal(ctx, lastRequest(ctx.sb), 'mode-not-known', "Fenka does not know blank-mind (knows ['imagination-swarm'])", ctx.fenka.id);
+  const again = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /Joined: Seer, Sprite\./);
+  assert.match(toCarol(ctx).at(-1), /Still joined: Seer, Sprite/);
+  assert.match(whispersTo(ctx.sb, 'Alice').at(-1), new RegExp(`A defense chosen against this attack could not be used \\(the GM has been told why\\)\\..* Still joined: Seer \\(to leave the defense: <code>!psi join --req ${again} --leave</code>`));
+  const alice = whispersTo(ctx.sb, 'Alice').slice(before);
+  assert.ok(alice.every((w) => !/Sprite/.test(w)), alice.join('\n'));
+});
+
 test('power-pool !psi join and a refused defense: a refusal about the creature that joined leaves it out (it may join again under the new id); any other keeps it joined; a failure tells its player only that', () => {
   const ctx = seerCampaign();
   const xid = ogreAttacksFenka(ctx);

@@ -5539,7 +5539,11 @@ var Mindscape = Mindscape || (() => {
       ? `<br>Should the refusal be about ${namesOf(kept)}, which joined by its own choice, leave it out (its controller or the GM): ${leave}.` : '';
     whisperGM(box('defense refused', `${why}<br>${waits}${unsure}<br>The companion said: ${refusalReason(job, error)}${refusalNote(error)}`));
     const players = (refs) => refs.flatMap((ref) => answerersOf(ref, exchange.by));
-    const toldWhy = new Set(players(owner ? [owner] : []).concat(!wave && job.chooser && !playerIsGM(job.chooser) ? [job.chooser] : []));
+    // A refusal not pinned on a creature may be about one still joined: why goes only to
+    // those who may know of each (mayKnowJoiner; not the attacking player for its own mind
+    // struck first by its wave); the others learn that a defense could not be used.
+    const toldWhy = new Set(players(owner ? [owner] : []).concat(!wave && job.chooser && !playerIsGM(job.chooser) ? [job.chooser] : [])
+      .filter((pid) => about || kept.every((ref) => mayKnowJoiner(exchange, pid, ref))));
     toldWhy.forEach((pid) => tell(pid, 'defense refused', `${why}<br>${waits}`));
     const others = new Set(players(choosers).filter((pid) => !toldWhy.has(pid)));
     others.forEach((pid) => tell(pid, 'defense refused', `A defense chosen against this attack could not be used (the GM has been told why). ${waits}`));

@@ -7244,6 +7244,24 @@ test('power-pool !psi join in a psionic wave that strikes a mind of the attackin
   assert.ok(aliceHeard().every((w) => !/Sprite/.test(w)), aliceHeard().join('\n'));
 });
 
+test('power-pool: in a psionic wave whose first mind is the attacking player\'s own, an older companion\'s refusal that fits a creature still joined and another of its name is not told to the attacking player with its detail (it may be about the creature that joined), only that a defense could not be used', () => {
+  const ctx = ownWave('seer');
+  // Carol's creature bears the name of Alice's Seer: the refusal below fits both.
+  ctx.sprite.set({ name: 'Seer' });
+  ctx.tokens.sprite.set({ name: 'Seer' });
+  ctx.sb.chat({ playerid: CAROL, selected: [ctx.tokens.sprite.id], content: `!psi join --req ${ctx.xid}` });
+  const before = whispersTo(ctx.sb, 'Alice').length;
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${ctx.xid} --for ${ctx.seer.id} --mode imagination-swarm` });
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${ctx.xid} --for ${ctx.fenka.id} --mode none` });
+  refusal(ctx, lastRequest(ctx.sb), 'ally-not-psionic', 'Seer is not psionic: it joins no psionic combat by its own choice and has no defense mode; only a defender using imagination-swarm draws it in');
+  assert.deepEqual(joinedAgain(ctx), [[ctx.sprite.id]], 'not pinned on a creature: the joiner stays');
+  const alice = whispersTo(ctx.sb, 'Alice').slice(before);
+  assert.match(alice.at(-2), /defense refused<\/b><br>A defense chosen against this attack could not be used \(the GM has been told why\)\./);
+  assert.ok(alice.every((w) => !/not psionic|joins no psionic combat|Joined:|Still joined/.test(w)), alice.join('\n'));
+  assert.match(whispersTo(ctx.sb, 'gm').filter((w) => /defense refused/.test(w)).at(-1), /The companion refused the defense: Seer is not psionic/);
+  assert.match(toCarol(ctx).at(-1), /Still joined: Seer/);
+});
+
 test('power-pool: after a refused defense, the attacking player whose own creature joined the defense against its attack learns only of that one still joined, not of another player\'s creature (a secret until the card)', () => {
   const ctx = spriteCampaign();
   // Alice's ogre attacks Bob's Fenka; Alice makes her Seer join (her own choice), Carol her Sprite.

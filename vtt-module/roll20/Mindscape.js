@@ -1475,7 +1475,10 @@ var Mindscape = Mindscape || (() => {
   // a defender draws in non-psionic creatures only (seed 001), and which creature counts
   // as psionic is its adapter's reading of the sheet, so a psionic one (ally-psionic) or a
   // mindless one is refused there, and the attack waits for another choice (chooseAgain).
-  const alliesFromOptions = (args, exchange, defense, key) => {
+  // `chooser` (a player id; the GM when left out) is told which named creature joined by
+  // its own choice only where it may know of it (mayKnowJoiner): else only that it cannot
+  // be drawn in, and the GM why (`member`: the mind whose defense it chooses).
+  const alliesFromOptions = (args, exchange, defense, key, chooser, member) => {
     const named = args.all('ally');
     if (!named.length) return { allies: [] };
     const { system } = exchange;
@@ -1483,6 +1486,13 @@ var Mindscape = Mindscape || (() => {
     if (wrongDefense) return { error: wrongDefense };
     const allies = named.map(resolveFighter);
     if (allies.some((ref) => !ref)) return { error: '--ally must name a token that represents a character (use &#64;&#123;target&#124;token_id&#125;). Nothing was sent.' };
+    const secret = chooser ? allies.find((ref) => joinedRefs(exchange).includes(ref) && !mayKnowJoiner(exchange, chooser, ref)) : null;
+    if (secret) {
+      const name = chatSafe(fighterName(secret));
+      whisperGM(box('ally refused', `${name} has joined this defense by its own choice already, so it cannot be drawn in as an ally; the player choosing the defense of `
+        + `${chatSafe(fighterName(member))} was told only that it cannot be drawn in (who joined stays secret from the attacking player until the card).`));
+      return { error: `${name} cannot be drawn into the defense as an ally. Nothing was sent.` };
+    }
     const targets = exchange.targets || [exchange.defender];
     const struck = new Set(targets.concat(targets.map((t) => struckFor(system, t)).filter(Boolean)));
     const error = alliesProblem(allies, (ref) => {
@@ -2018,7 +2028,7 @@ var Mindscape = Mindscape || (() => {
     if (args.has('ally') && member !== exchange.members[0]) {
       return refuse(msg.playerid, `in a psionic wave only the mind struck first, ${chatSafe(fighterName(exchange.members[0]))}, draws allies into the group's defense. Nothing was sent.`);
     }
-    const drawn = alliesFromOptions(args, exchange, chosen.defense, 'mode');
+    const drawn = alliesFromOptions(args, exchange, chosen.defense, 'mode', msg.playerid, member);
     if (drawn.error) return refuse(msg.playerid, drawn.error);
     if (JSON.stringify(choosersOf(exchange.system, exchange.attacker, exchange.targets)) !== JSON.stringify(exchange.members)) {
       delete store().exchanges[xid];

@@ -7244,6 +7244,22 @@ test('power-pool !psi join in a psionic wave that strikes a mind of the attackin
   assert.ok(aliceHeard().every((w) => !/Sprite/.test(w)), aliceHeard().join('\n'));
 });
 
+test('power-pool: in a psionic wave whose first mind is the attacking player\'s own, its --ally naming a creature of another player that joined is refused without saying that it joined (the GM is told why); the first mind\'s other player hears why', () => {
+  const ctx = ownWave('seer');
+  ctx.sb.chat({ playerid: CAROL, selected: [ctx.tokens.sprite.id], content: `!psi join --req ${ctx.xid}` });
+  const before = JSON.stringify(ctx.sb.state.Mindscape.exchanges);
+  ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${ctx.xid} --for ${ctx.seer.id} --mode imagination-swarm --ally ${ctx.tokens.sprite.id}` });
+  const told = whispersTo(ctx.sb, 'Alice').at(-1);
+  assert.match(told, /refused<\/b><br>Sprite cannot be drawn into the defense as an ally\. Nothing was sent\.<\/div>$/);
+  assert.doesNotMatch(told, /join/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Sprite has joined this defense by its own choice already, so it cannot be drawn in as an ally; the player choosing the defense of Seer was told only that it cannot be drawn in/);
+  assert.equal(JSON.stringify(ctx.sb.state.Mindscape.exchanges), before, 'nothing changed');
+  // Seer's other controller (not the attacking player) hears why.
+  ctx.seer.set('controlledby', `${ALICE},${BOB}`);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${ctx.xid} --for ${ctx.seer.id} --mode imagination-swarm --ally ${ctx.tokens.sprite.id}` });
+  assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /Sprite has joined this defense by its own choice already: it cannot be drawn into the defense as an ally\. Nothing was sent\./);
+});
+
 test('power-pool: in a psionic wave whose first mind is the attacking player\'s own, an older companion\'s refusal that fits a creature still joined and another of its name is not told to the attacking player with its detail (it may be about the creature that joined), only that a defense could not be used', () => {
   const ctx = ownWave('seer');
   // Carol's creature bears the name of Alice's Seer: the refusal below fits both.

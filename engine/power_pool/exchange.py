@@ -686,7 +686,8 @@ def resolve_plan(tables: Mapping[str, Any], plan: Plan, dice: DiceSource) -> Res
         outcome = OUTCOME_BLANK_MIND
         lost = min(ex["blank_mind_pool_dice_lost"], now[aid]["pool"])
         now[aid] = {**now[aid], "pool": now[aid]["pool"] - lost}
-        events.append(Event("pool-die-lost", aid, {"dice": lost, "reason": "blank-mind"}))
+        if ex["blank_mind_pool_dice_lost"]:
+            events.append(Event("pool-die-lost", aid, {"dice": lost, "reason": "blank-mind"}))
     else:
         assert attack_total is not None and defense_total is not None
         if attack_total != defense_total:
@@ -889,12 +890,17 @@ def _dice_lost(events: Sequence[Event]) -> int:
     return sum(int(e.data["dice"]) for e in events if e.type == "pool-die-lost")
 
 
-def _pool_loss(lost: int) -> str:
-    """"a die of the pool is lost", "2 dice of the pool are lost" or, for a pool whose
-    every die is spent (maintaining powers), "its pool has no die to lose"."""
-    if not lost:
+def _pool_loss(events: Sequence[Event]) -> str:
+    """"a die of the pool is lost", "2 dice of the pool are lost", for a pool whose
+    every die is spent (maintaining powers) "its pool has no die to lose", and, with no
+    pool-die-lost event at all (tables taking no die: blank_mind_pool_dice_lost 0), "no
+    die of the pool is lost"."""
+    lost = _dice_lost(events)
+    if lost:
+        return f"{_some_dice(lost)} of the pool {'is' if lost == 1 else 'are'} lost"
+    if any(e.type == "pool-die-lost" for e in events):
         return "its pool has no die to lose"
-    return f"{_some_dice(lost)} of the pool {'is' if lost == 1 else 'are'} lost"
+    return "no die of the pool is lost"
 
 
 def _save_lines(tables: Mapping[str, Any], plan: Plan, events: Sequence[Event],
@@ -913,7 +919,7 @@ def _save_lines(tables: Mapping[str, Any], plan: Plan, events: Sequence[Event],
             lines.append(f"{a} saves against {against} {numbers}.")
         else:
             lines.append(f"{a} fails the save against {against} {numbers}: the attack fails "
-                         f"outright and {_pool_loss(_dice_lost(events))}.")
+                         f"outright and {_pool_loss(events)}.")
     return lines
 
 

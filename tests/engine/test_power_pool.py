@@ -1387,6 +1387,23 @@ def test_a_replacement_table_taking_no_die_from_a_rebuffed_attacker_says_so() ->
     assert not [e for e in lost.events if e.type == "pool-die-lost"]
 
 
+def test_a_replacement_table_taking_no_die_for_a_failed_blank_mind_save_says_so() -> None:
+    """blank_mind_pool_dice_lost 0: the attacker whose save failed keeps its full pool,
+    and the summary says no die is lost, not that its pool (3 dice) has none to lose;
+    as for a rebuffed attacker, no pool-die-lost event tells of a loss the tables skip."""
+    tables = copy.deepcopy(dict(SYSTEM.tables))
+    tables["exchange"]["blank_mind_pool_dice_lost"] = 0
+    failed = PowerPoolSystem(tables).resolve(
+        {"attacker": psionic("Ix", 3, 6), "defender": psionic("B", 3, 6),
+         "attack": {"mode": "mental-stab"}, "defense": {"mode": "blank-mind"}},
+        SuppliedDice({"save": [1]}))
+    assert failed.summary.endswith("Ix fails the save against B's Blank Mind (needed 15, "
+                                   "rolled 1): the attack fails outright and no die of the "
+                                   "pool is lost.")
+    assert after(failed, "ix")["pool"] == 3
+    assert not [e for e in failed.events if e.type == "pool-die-lost"]
+
+
 # -- control as pure functions -----------------------------------------------------------------
 
 def test_keep_by_switches_between_die_and_action() -> None:

@@ -202,10 +202,14 @@ def defend_side(tables: Mapping[str, Any], options: Mapping[str, Any], c: JSON,
         rolls = False
     sacrifice = _sacrifice(c, defense.get("sacrifice"), f"{path}/sacrifice")
     pool_dice = defense.get("pool_dice")
-    if not rolls and (sacrifice or pool_dice):
+    if not rolls and pool_dice:
         raise RulesViolation("defender-unaware", (
-            f"{c['name']} is {unaware[0]}: it rolls nothing and cannot sacrifice spells"),
-            combatant=c["id"])
+            f"{path}/pool_dice: {c['name']} is {unaware[0]}: it rolls nothing, so it has "
+            "no dice to roll"), combatant=c["id"])
+    if not rolls and sacrifice:
+        raise RulesViolation("defender-unaware", (
+            f"{path}/sacrifice: {c['name']} is {unaware[0]}: it rolls nothing and cannot "
+            "sacrifice spells"), combatant=c["id"])
     # H-PP-NO-POOL: a mind without a power pool still defends with its hit dice
     available = c["pool"] if c["psionic"] or options["H-PP-NO-POOL"] else 0
     if not rolls:

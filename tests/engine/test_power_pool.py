@@ -816,6 +816,31 @@ def test_an_unaware_defender_cannot_choose_how_many_dice_to_roll() -> None:
     assert err.value.rule == "defender-unaware" and err.value.combatant == "b"
 
 
+@pytest.mark.parametrize(("defense", "where", "why"), [
+    ({"pool_dice": 2}, "/defense/pool_dice", "no dice to roll"),
+    ({"sacrifice": 1}, "/defense/sacrifice", "cannot sacrifice spells"),
+])
+def test_an_unaware_defender_s_refused_choice_names_its_field(
+        defense: dict[str, Any], where: str, why: str) -> None:
+    """An unaware defender "may only defend" with Cognitive Labyrinth (seed): the refusal
+    of its pool_dice or sacrifice names that field and says why. Audit: both said it
+    "cannot sacrifice spells", with no field, when only pool_dice was given."""
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A"), psionic("B", conditions=["asleep"], spell_levels=[1]),
+                 {"mode": "mental-stab"}, defense)
+    assert err.value.rule == "defender-unaware"
+    assert err.value.detail.startswith(f"{where}: B is asleep: it rolls nothing")
+    assert why in err.value.detail
+
+
+def test_an_unaware_wave_target_s_refused_pool_dice_names_its_place() -> None:
+    with pytest.raises(RulesViolation) as err:
+        exchange(psionic("A", 2, 6), psionic("B", 2, 4), {"mode": "psionic-wave"},
+                 defenders=[psionic("C", 1, 4, conditions=["stunned"])],
+                 defenses={"c": {"pool_dice": 1}})
+    assert err.value.detail.startswith("/defenses/c/pool_dice: C is stunned")
+
+
 def test_cognitive_labyrinth_defends_while_unaware() -> None:
     """Seed: "The defender may defend even when unconscious, surprised, resting, asleep,
     dazed, etc. so long as they are not already under psionic control"."""

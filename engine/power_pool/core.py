@@ -142,8 +142,8 @@ class PowerPoolSystem(System):
              "text": "the defending side's pool dice: the struck defender first, then the "
                      "other wave targets and the allies in the order given"},
             {"purpose": save["purpose"], "sides": [save["sides"]], "summed": False,
-             "text": "the attacker's save against Blank Mind (one per defender using it), "
-                     "rolled before any pool die"},
+             "text": "the attacker's save against Blank Mind (one per defender using it, "
+                     "in the order struck, until one fails), rolled before any pool die"},
         ]
 
     def describe(self) -> JSON:

@@ -67,11 +67,12 @@ class CombatStrength(System):
                 "additionalProperties": False}
 
     def _defense_schema(self) -> JSON:
-        return {"anyOf": [
-            {"type": "null"},
-            {"type": "object", "properties": {
-                "mode": {"anyOf": [{"enum": list(self.tables.defenses)}, {"type": "null"}]}},
-             "required": ["mode"], "additionalProperties": False}]}
+        # null (no defense) or an object, in one schema so that an error points inside
+        # it ("/defense/mode": not one of the modes) as revised-2e's do; a mode of null
+        # is no defense too
+        return {"type": ["object", "null"],
+                "properties": {"mode": {"enum": [*self.tables.defenses, None]}},
+                "required": ["mode"], "additionalProperties": False}
 
     def request_schema(self) -> JSON:
         """One exchange: attacker, defender, attack {mode, range}, defense {mode} | null,
@@ -107,7 +108,8 @@ class CombatStrength(System):
             "type": "object",
             "properties": {
                 "stance": {"enum": list(STANCES)},
-                "attack": {"anyOf": [{"type": "null"}, self._attack_schema(target=True)]},
+                # null or an object, said this way so errors point inside the object
+                "attack": {**self._attack_schema(target=True), "type": ["object", "null"]},
                 "defense": self._defense_schema(),
             },
             "additionalProperties": False,

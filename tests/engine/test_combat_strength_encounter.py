@@ -1214,10 +1214,15 @@ def test_the_round_ended_event_names_the_round_that_ended() -> None:
 
 
 @pytest.mark.parametrize("choice,path", [
-    ({"attack": {"mode": "mind-thrust", "target": ""}}, "/choice/attack"),
-    ({"attack": {"mode": "mind-thrust", "target": "b" * 65}}, "/choice/attack"),
+    ({"attack": {"mode": "mind-thrust", "target": ""}}, "/choice/attack/target"),
+    ({"attack": {"mode": "mind-thrust", "target": "b" * 65}}, "/choice/attack/target"),
     ({"attack": {"mode": "mind-thrust", "target": "bo", "multiplier": 4}}, "/choice/attack"),
+    ({"attack": {"mode": "mind-bullet", "target": "bo"}}, "/choice/attack/mode"),
+    ({"attack": {"mode": "mind-thrust", "target": "bo", "range": "far"}},
+     "/choice/attack/range"),
+    ({"attack": {"mode": "mind-thrust"}}, "/choice/attack"),
     ({"defense": {"mode": "mind-blank", "paid": True}}, "/choice/defense"),
+    ({"defense": {"mode": "tower"}}, "/choice/defense/mode"),
     ({"defense": None, "initiative": 3}, "/choice"),
 ])
 def test_a_malformed_choice_is_invalid_input_where_it_is_wrong(choice: JSON,
@@ -1225,12 +1230,17 @@ def test_a_malformed_choice_is_invalid_input_where_it_is_wrong(choice: JSON,
     """API.md encounter.declare: `choice` = {stance?, attack?: {..., target:
     combatant_id}, defense?} with the same attack and defense objects as exchange.resolve
     (combat-strength: `mode` and `range`); a combatant id is 1-64 characters
-    (COMBATANTS.md). A target no id could be is malformed, not an unknown combatant."""
+    (COMBATANTS.md). A target no id could be is malformed, not an unknown combatant.
+    Each problem is named at the member that is wrong (a member that is not allowed,
+    or a missing one, at the object that has or lacks it), not as the whole attack or
+    defense matching "none of the given schemas"; and nothing is declared."""
     state = through_intent(encounter(psionic("ann", 30, 30), psionic("bo", 30, 30)),
                            {"ann": "trance", "bo": "trance"})
     with pytest.raises(InvalidInput) as err:
         SYSTEM.encounter_declare(state, "ann", choice)
     assert [p.path for p in err.value.problems] == [path]
+    assert "any of the given schemas" not in err.value.problems[0].message
+    assert SYSTEM.encounter_view(state)["declared"] == []
 
 
 def test_a_stance_the_rules_do_not_have_is_invalid_input() -> None:

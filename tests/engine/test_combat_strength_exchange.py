@@ -95,6 +95,37 @@ def test_unknown_mode_is_invalid_input_naming_the_field() -> None:
     assert [p.path for p in err.value.problems] == ["/attack/mode"]
 
 
+@pytest.mark.parametrize("defense,path,message", [
+    ({"mode": "tower"}, "/defense/mode", '"tower" is not one of'),
+    ({}, "/defense", '"mode" is a required property'),
+    ({"mode": "mind-blank", "paid": True}, "/defense", '["paid"]: not allowed here'),
+])
+def test_a_malformed_defense_is_invalid_input_naming_the_member_and_the_rule(
+        defense: dict[str, Any], path: str, message: str) -> None:
+    """Bad input gets an error naming the field and the rule: a defense mode the
+    system does not have is named at `/defense/mode` with the modes it has, as an
+    unknown attack mode is at `/attack/mode`, not as the whole `/defense` object
+    matching "none of the given schemas"."""
+    req = request(psionic("ann", 60, 30), psionic("bo", 30, 30), "mind-thrust")
+    req["defense"] = defense
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.resolve(req, RandomDice(1))
+    assert [p.path for p in err.value.problems] == [path]
+    assert message in err.value.problems[0].message
+    if path == "/defense/mode":
+        assert '"mind-blank"' in err.value.problems[0].message
+
+
+def test_a_defense_of_null_or_a_null_mode_is_no_defense() -> None:
+    """API.md: 'A missing `defense` (or `null`) means no defense mode'; `{"mode": null}`
+    is no defense too. Table B, band 26-50, EW vs 60-109: 30."""
+    for defense in (None, {"mode": None}):
+        req = request(psionic("ann", 30, 30), psionic("bo", 50, 50), "ego-whip")
+        req["defense"] = defense
+        res = SYSTEM.resolve(req, SuppliedDice({}))
+        assert (res.fields["table"], res.fields["damage"]) == ("defenseless", 30)
+
+
 def test_mode_the_attacker_does_not_know_is_refused() -> None:
     req = request(psionic("ann", 60, 30, attacks=["mind-thrust"]), psionic("bo", 30, 30),
                   "ego-whip", "mind-blank")
@@ -776,8 +807,8 @@ def test_an_attack_without_a_range_is_at_short_range_as_the_schema_says() -> Non
     d = SYSTEM.describe()
     assert d["request_schema"]["properties"]["attack"]["properties"]["range"]["default"] \
         == "short"
-    (attack,) = [s for s in d["choice_schema"]["properties"]["attack"]["anyOf"]
-                 if s.get("type") == "object"]
+    attack = d["choice_schema"]["properties"]["attack"]
+    assert attack["type"] == ["object", "null"]
     assert attack["properties"]["range"]["default"] == "short"
 
 

@@ -68,6 +68,21 @@ def test_range_costs_one_die_medium_two_long_never_below_zero(strength: int, ran
     assert res.fields["bonus_dice"] == dice
 
 
+@pytest.mark.parametrize("range_,dice", [("short", 5), ("medium", 4), ("long", 3)])
+def test_range_counts_from_the_five_dice_cap_not_from_the_uncapped_count(range_: str,
+                                                                         dice: int) -> None:
+    """Seed iii: '1d6 for every full 25 points ... up to a maximum of +5d6. Medium range
+    attacks deal 1d6 less damage, and at long range deal 2d6 less'; RULES.md 2.4 in that
+    order: 'at most +5d6; -1d6 at medium range, -2d6 at long range'. Combat Strength 200
+    has eight full 25s, capped at five dice, so long range leaves 3 (not 8 - 2 = 6, capped
+    at 5)."""
+    req = request(psionic("ann", 100, 100), psionic("bo", 10, 100), "mind-thrust",
+                  "mind-blank", range_)
+    res = SYSTEM.resolve(req, SuppliedDice({"damage": [1] * 5}))
+    assert res.fields["bonus_dice"] == dice
+    assert res.fields["damage"] == 12 + dice  # table A 01-25: mind thrust vs mind blank
+
+
 def test_attack_strength_pays_cost_and_defense_strength_takes_damage_not_below_zero() -> None:
     """Seed v: attack strength -= cost, defense strength -= damage; RULES 2.3.4: not below
     0, and damage from the combat table beyond it is lost."""

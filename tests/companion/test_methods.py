@@ -366,6 +366,24 @@ async def test_exchange_odds_assume_known_with_a_defense_of_no_mode_assumes_none
     assert await rpc.ok("exchange.odds", {**params, "assume_known": ["/defender"]}) == plain
 
 
+@pytest.mark.parametrize("method", ["exchange.resolve", "exchange.odds"])
+async def test_a_combat_strength_defense_mode_it_lacks_is_named_at_defense_mode(
+        rpc: Rpc, method: str) -> None:
+    """API.md -32602: params that fail the method's schema, or an unknown mode id, with
+    `data.errors` naming the path; the unknown defense mode is named at /defense/mode
+    with the modes there are (it was "/defense: ... is not valid under any of the given
+    schemas")."""
+    params = {"system": "combat-strength",
+              "attacker": {"id": "ann", "attack_strength": 30, "defense_strength": 30},
+              "defender": {"id": "bo", "attack_strength": 30, "defense_strength": 30},
+              "attack": {"mode": "mind-thrust"}, "defense": {"mode": "tower"}}
+    error = await rpc.error(method, params)
+    assert error["code"] == -32602
+    (problem,) = error["data"]["errors"]
+    assert problem["path"] == "/defense/mode"
+    assert problem["message"].startswith('"tower" is not one of ["mind-blank", ')
+
+
 async def test_exchange_odds_assume_known_answers_alike_whatever_the_defender_knows(
         rpc: Rpc) -> None:
     """A defense the defender does not know is refused by its rule (the secret a player

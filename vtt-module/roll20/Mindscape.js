@@ -1476,8 +1476,11 @@ var Mindscape = Mindscape || (() => {
   // as psionic is its adapter's reading of the sheet, so a psionic one (ally-psionic) or a
   // mindless one is refused there, and the attack waits for another choice (chooseAgain).
   // `chooser` (a player id; the GM when left out) is told which named creature joined by
-  // its own choice only where it may know of it (mayKnowJoiner): else only that it cannot
-  // be drawn in, and the GM why (`member`: the mind whose defense it chooses).
+  // its own choice only where it may know of it (mayKnowJoiner). Else a creature that
+  // joined and one that could (it knows a defense by which a psionic creature joins) are
+  // refused here in the same words, that it is psionic, or the refusal would tell the
+  // attacking player who joined; the GM is told why (`member`: the mind whose defense it
+  // chooses).
   const alliesFromOptions = (args, exchange, defense, key, chooser, member) => {
     const named = args.all('ally');
     if (!named.length) return { allies: [] };
@@ -1486,15 +1489,19 @@ var Mindscape = Mindscape || (() => {
     if (wrongDefense) return { error: wrongDefense };
     const allies = named.map(resolveFighter);
     if (allies.some((ref) => !ref)) return { error: '--ally must name a token that represents a character (use &#64;&#123;target&#124;token_id&#125;). Nothing was sent.' };
-    const secret = chooser ? allies.find((ref) => joinedRefs(exchange).includes(ref) && !mayKnowJoiner(exchange, chooser, ref)) : null;
-    if (secret) {
-      const name = chatSafe(fighterName(secret));
-      whisperGM(box('ally refused', `${name} has joined this defense by its own choice already, so it cannot be drawn in as an ally; the player choosing the defense of `
-        + `${chatSafe(fighterName(member))} was told only that it cannot be drawn in (who joined stays secret from the attacking player until the card).`));
-      return { error: `${name} cannot be drawn into the defense as an ally. Nothing was sent.` };
-    }
     const targets = exchange.targets || [exchange.defender];
     const struck = new Set(targets.concat(targets.map((t) => struckFor(system, t)).filter(Boolean)));
+    const joined = (ref) => joinedRefs(exchange).includes(ref);
+    const mayJoin = (ref) => joined(ref) || SYSTEMS[system].swarms.some((mode) => knownDefenses(ref, system).includes(mode));
+    const secret = chooser ? allies.find((ref) => ref !== exchange.attacker && !struck.has(ref) && mayJoin(ref) && !mayKnowJoiner(exchange, chooser, ref)) : null;
+    if (secret) {
+      const name = chatSafe(fighterName(secret));
+      if (joined(secret)) {
+        whisperGM(box('ally refused', `${name} has joined this defense by its own choice already, so it cannot be drawn in as an ally; the player choosing the defense of `
+          + `${chatSafe(fighterName(member))} was told only that it is psionic (who joined stays secret from the attacking player until the card).`));
+      }
+      return { error: `${name} is psionic, and a psionic creature joins a defense by its own choice: it cannot be drawn into the defense as an ally. Nothing was sent.` };
+    }
     const error = alliesProblem(allies, (ref) => {
       if (ref === exchange.attacker) return 'makes this attack';
       if (struck.has(ref)) return 'is struck by this attack already';

@@ -7250,14 +7250,33 @@ test('power-pool: in a psionic wave whose first mind is the attacking player\'s 
   const before = JSON.stringify(ctx.sb.state.Mindscape.exchanges);
   ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${ctx.xid} --for ${ctx.seer.id} --mode imagination-swarm --ally ${ctx.tokens.sprite.id}` });
   const told = whispersTo(ctx.sb, 'Alice').at(-1);
-  assert.match(told, /refused<\/b><br>Sprite cannot be drawn into the defense as an ally\. Nothing was sent\.<\/div>$/);
-  assert.doesNotMatch(told, /join/);
-  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Sprite has joined this defense by its own choice already, so it cannot be drawn in as an ally; the player choosing the defense of Seer was told only that it cannot be drawn in/);
+  assert.match(told, /refused<\/b><br>Sprite is psionic, and a psionic creature joins a defense by its own choice: it cannot be drawn into the defense as an ally\. Nothing was sent\.<\/div>$/);
+  assert.doesNotMatch(told, /joined|already/);
+  assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Sprite has joined this defense by its own choice already, so it cannot be drawn in as an ally; the player choosing the defense of Seer was told only that it is psionic/);
   assert.equal(JSON.stringify(ctx.sb.state.Mindscape.exchanges), before, 'nothing changed');
   // Seer's other controller (not the attacking player) hears why.
   ctx.seer.set('controlledby', `${ALICE},${BOB}`);
   ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${ctx.xid} --for ${ctx.seer.id} --mode imagination-swarm --ally ${ctx.tokens.sprite.id}` });
   assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /Sprite has joined this defense by its own choice already: it cannot be drawn into the defense as an ally\. Nothing was sent\./);
+});
+
+test('power-pool: in a psionic wave whose first mind is the attacking player\'s own, its --ally naming another player\'s psionic creature is refused alike whether or not that creature joined, so the refusal does not tell the attacking player who joined; the other side still sends such an ally for the companion to judge', () => {
+  const refusalTo = (join) => {
+    const ctx = ownWave('seer');
+    if (join) ctx.sb.chat({ playerid: CAROL, selected: [ctx.tokens.sprite.id], content: `!psi join --req ${ctx.xid}` });
+    const before = JSON.stringify(ctx.sb.state.Mindscape.exchanges);
+    ctx.sb.chat({ playerid: ALICE, content: `!psi defend --req ${ctx.xid} --for ${ctx.seer.id} --mode imagination-swarm --ally ${ctx.tokens.sprite.id}` });
+    assert.equal(JSON.stringify(ctx.sb.state.Mindscape.exchanges), before, 'nothing changed');
+    return whispersTo(ctx.sb, 'Alice').at(-1);
+  };
+  const unjoined = refusalTo(false);
+  assert.match(unjoined, /refused<\/b><br>Sprite is psionic, and a psionic creature joins a defense by its own choice: it cannot be drawn into the defense as an ally\. Nothing was sent\.<\/div>$/);
+  assert.equal(refusalTo(true), unjoined, 'the same words whether Sprite joined or not');
+  // Seer's other controller, who may know who joined, still sends Sprite for the companion to judge.
+  const ctx = ownWave('seer');
+  ctx.seer.set('controlledby', `${ALICE},${BOB}`);
+  ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${ctx.xid} --for ${ctx.seer.id} --mode imagination-swarm --ally ${ctx.tokens.sprite.id}` });
+  assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges[ctx.xid].allies), [ctx.sprite.id]);
 });
 
 test('power-pool: in a psionic wave whose first mind is the attacking player\'s own, an older companion\'s refusal that fits a creature still joined and another of its name is not told to the attacking player with its detail (it may be about the creature that joined), only that a defense could not be used', () => {

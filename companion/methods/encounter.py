@@ -923,7 +923,9 @@ METHODS = [
                errors=(NOT_FOUND, STALE_REVISION, STORE_UNAVAILABLE)),
     MethodSpec("encounter.watch", _ID_ONLY, encounter_watch,
                "WebSocket only: receive encounter.changed {id, revision} after every "
-               "change of this encounter: {id, revision, watching}.",
+               "change of this encounter: {id, revision, watching}. It watches from "
+               "before it reads the encounter: a notice may come before this answer (one "
+               "of a revision not above the answer's says nothing new).",
                result=answer(["id", "revision", "watching"], id=ENCOUNTER_ID,
                              revision=REVISION_NOW, watching={"const": True}),
                errors=(NOT_FOUND,)),

@@ -1492,7 +1492,7 @@ var Mindscape = Mindscape || (() => {
     const targets = exchange.targets || [exchange.defender];
     const struck = new Set(targets.concat(targets.map((t) => struckFor(system, t)).filter(Boolean)));
     const joined = (ref) => joinedRefs(exchange).includes(ref);
-    const mayJoin = (ref) => joined(ref) || SYSTEMS[system].swarms.some((mode) => knownDefenses(ref, system).includes(mode));
+    const mayJoin = (ref) => joined(ref) || (SYSTEMS[system].swarms || []).some((mode) => knownDefenses(ref, system).includes(mode));
     const secret = chooser ? allies.find((ref) => ref !== exchange.attacker && !struck.has(ref) && mayJoin(ref) && !mayKnowJoiner(exchange, chooser, ref)) : null;
     if (secret) {
       const name = chatSafe(fighterName(secret));

@@ -561,15 +561,23 @@
       save.id = 'mindscape-bridge-save';
       save.textContent = 'Save and test';
       panel.appendChild(save);
+      // The box is part of Roll20's page, whose scripts (and any script injected into
+      // it) can read every field: the saved token is never put back into it, and what
+      // the GM typed there is cleared once saved or the box is closed. An empty token
+      // field keeps the saved token.
+      const tokenHint = () => { token.placeholder = storage.get('token') ? 'saved (leave empty to keep it)' : ''; };
       badge.addEventListener('click', () => {
         url.value = storage.get('url') || DEFAULTS.url;
-        token.value = storage.get('token') || '';
+        token.value = '';
+        tokenHint();
         pairing.value = storage.get('pairing') || '';
         panel.style.display = panel.style.display === 'none' ? 'block' : 'none';
       });
       save.addEventListener('click', () => {
         storage.set('url', url.value.trim() || DEFAULTS.url);
-        storage.set('token', token.value.trim());
+        if (token.value.trim()) storage.set('token', token.value.trim());
+        token.value = '';
+        tokenHint();
         storage.set('pairing', pairing.value.trim());
         panel.style.display = 'none';
         check();

@@ -933,6 +933,61 @@ test('with a userscript manager the bridge uses GM_xmlhttpRequest and GM_setValu
   }
 });
 
+// The settings box is part of Roll20's page, which Roll20's scripts (and any script
+// injected into it) can read; the token kept with GM_setValue is out of their reach, and
+// must not be put back into the box where they can read it (SECURITY.md, threat 1).
+test('the saved token is never put back into the settings box, where the page\'s scripts could read it', { skip: SKIP }, async () => {
+  const managed = await browser.newPage();
+  try {
+    await managed.addInitScript(() => {
+      window.__gm = { values: { token: 'Saved-Secret-Token', pairing: 'BrowserPairingCode0123456' }, tokens: [] };
+      window.GM_getValue = (k, fallback) => (k in window.__gm.values ? window.__gm.values[k] : fallback);
+      window.GM_setValue = (k, v) => { window.__gm.values[k] = v; };
+      // A companion that answers companion.info to the right token only.
+      window.GM_xmlhttpRequest = (details) => {
+        const sent = details.headers.Authorization;
+        window.__gm.tokens.push(sent);
+        const ok = sent === `Bearer ${window.__gm.values.token}` && window.__gm.values.token !== '';
+        setTimeout(() => details.onload(ok
+          ? { status: 200, responseText: JSON.stringify({ jsonrpc: '2.0', id: 'bridge-check', result: { name: 'mindscape', version: '0.1.0' } }) }
+          : { status: 401, responseText: '{"error": "unauthorized"}' }), 0);
+      };
+    });
+    await managed.goto(`http://127.0.0.1:${pagePort}/editor/`);
+    await waitFor('the badge to say connected', async () => /connected/.test(await managed.textContent('#mindscape-bridge-badge')));
+    // What a script of the page reads of the box, open and closed.
+    const field = () => managed.evaluate(() => {
+      const input = document.querySelector('#mindscape-bridge-token');
+      return { value: input.value, placeholder: input.placeholder };
+    });
+    await managed.click('#mindscape-bridge-badge');
+    assert.deepEqual(await field(), { value: '', placeholder: 'saved (leave empty to keep it)' });
+    // Saving with the field empty keeps the saved token, and the companion still takes it.
+    await managed.click('#mindscape-bridge-save');
+    await waitFor('the check after saving', async () => (await managed.evaluate(() => window.__gm.tokens.length)) >= 2);
+    assert.equal(await managed.evaluate(() => window.__gm.values.token), 'Saved-Secret-Token');
+    assert.match(await managed.textContent('#mindscape-bridge-badge'), /connected/);
+    // A new token typed in is saved, then gone from the box.
+    await managed.click('#mindscape-bridge-badge');
+    await managed.fill('#mindscape-bridge-token', 'Rotated-Secret-Token');
+    await managed.click('#mindscape-bridge-save');
+    assert.equal(await managed.evaluate(() => window.__gm.values.token), 'Rotated-Secret-Token');
+    assert.deepEqual(await field(), { value: '', placeholder: 'saved (leave empty to keep it)' });
+    await waitFor('the badge to say connected', async () => /connected/.test(await managed.textContent('#mindscape-bridge-badge')));
+    // Typed but not saved: closing the box clears it as well.
+    await managed.click('#mindscape-bridge-badge');
+    await managed.fill('#mindscape-bridge-token', 'Half-Typed-Token');
+    await managed.click('#mindscape-bridge-badge');
+    assert.equal((await field()).value, '');
+    assert.equal(await managed.evaluate(() => window.__gm.values.token), 'Rotated-Secret-Token');
+    // Nowhere in the page's markup either.
+    const html = await managed.evaluate(() => document.documentElement.outerHTML);
+    assert.doesNotMatch(html, /Secret-Token|Half-Typed/);
+  } finally {
+    await managed.close();
+  }
+});
+
 test('the userscript reads markers through invisible breaks, finds the speaker of collapsed messages and cuts answers into parts', { skip: SKIP }, async () => {
   const checks = await page.evaluate(() => {
     const b = window.__mindscapeBridge;

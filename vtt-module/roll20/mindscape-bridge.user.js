@@ -21,8 +21,8 @@
 // Mod script never mixes them with those of another browser of the same GM account.
 // It sends nothing else: no request of its own, no retry of old ids, and no retry of a
 // call that changes an encounter (it answers those "uncertain" instead, see relay).
-// With window.__mindscapeBridgeTest set before it loads, it exposes its parts as
-// window.__mindscapeBridge for tests (docs/ROLL20.md).
+// With window.__mindscapeBridgeTest set before it loads, and no userscript manager
+// running it, it exposes its parts as window.__mindscapeBridge for tests (docs/ROLL20.md).
 (function mindscapeBridge(root) {
   'use strict';
 
@@ -629,7 +629,13 @@
     encodeBase64Url, decodeBase64Url, senderOf, messageText, isChanging, uncertainAnswer, refusedAnswer, createBridge,
     storage: defaultStorage, transport: defaultTransport,
   };
-  if (root.__mindscapeBridgeTest) root.__mindscapeBridge = api;
+  // The test switches are globals that Roll20's page may set as well (a manager's
+  // sandboxed `window` reads the page's own). Under a userscript manager (GM_info, which
+  // Tampermonkey, Violentmonkey and Greasemonkey always provide) they are ignored, so that
+  // no script of the page can reach the storage with the token, a transport that sends it,
+  // or a relay without the pairing check, nor keep the bridge from starting.
+  const managed = typeof GM_info !== 'undefined'; // eslint-disable-line no-undef
+  if (root.__mindscapeBridgeTest && !managed) root.__mindscapeBridge = api;
 
   // Roll20 builds its chat after the page loads: wait for it.
   const boot = () => {
@@ -638,5 +644,5 @@
     api.bridge.start();
     root.addEventListener('pagehide', () => api.bridge.stop());
   };
-  if (!root.__mindscapeBridgeNoStart) boot();
+  if (managed || !root.__mindscapeBridgeNoStart) boot();
 }(typeof window !== 'undefined' ? window : globalThis));

@@ -988,6 +988,35 @@ test('the saved token is never put back into the settings box, where the page\'s
   }
 });
 
+// Roll20's page can set globals before the userscript runs (document-idle); under a
+// manager its test switches must do nothing, or a script of the page would get the
+// storage holding the token, a transport that sends it, and a relay without the pairing
+// check (window.__mindscapeBridge), or keep the bridge from starting.
+test('under a userscript manager the page cannot turn on the test hook nor keep the bridge from starting', { skip: SKIP }, async () => {
+  const managed = await browser.newPage();
+  try {
+    await managed.addInitScript(() => {
+      // What a script of Roll20's page would set.
+      window.__mindscapeBridgeTest = true;
+      window.__mindscapeBridgeNoStart = true;
+      // What the manager provides.
+      window.GM_info = { script: { name: 'Mindscape Bridge for Roll20' } };
+      const values = { token: 'Saved-Secret-Token' };
+      window.GM_getValue = (k, fallback) => (k in values ? values[k] : fallback);
+      window.GM_setValue = (k, v) => { values[k] = v; };
+      window.GM_xmlhttpRequest = (details) => {
+        setTimeout(() => details.onload({ status: 200, responseText: JSON.stringify({ jsonrpc: '2.0', id: 'bridge-check', result: { name: 'mindscape', version: '0.1.0' } }) }), 0);
+      };
+    });
+    await managed.goto(`http://127.0.0.1:${pagePort}/editor/`);
+    // It started all the same: the badge is there and the check went through.
+    await waitFor('the badge to say not paired', async () => /not paired/.test((await managed.textContent('#mindscape-bridge-badge').catch(() => '')) || ''));
+    assert.equal(await managed.evaluate(() => typeof window.__mindscapeBridge), 'undefined');
+  } finally {
+    await managed.close();
+  }
+});
+
 test('the userscript reads markers through invisible breaks, finds the speaker of collapsed messages and cuts answers into parts', { skip: SKIP }, async () => {
   const checks = await page.evaluate(() => {
     const b = window.__mindscapeBridge;

@@ -78,10 +78,11 @@ class PowerPoolSystem(System):
             "properties": {
                 "mode": {"enum": [*defenses, None]},
                 "pool_dice": count,
-                "sacrifice": {"oneOf": [
-                    {"type": "integer", "minimum": 1, "maximum": 9},
-                    {"type": "array", "maxItems": 200,
-                     "items": {"type": "integer", "minimum": 1, "maximum": 9}}],
+                # a level or a list of levels, in one schema (not oneOf) so that an
+                # error names the level that is wrong and the bound it breaks
+                "sacrifice": {
+                    "type": ["integer", "array"], "minimum": 1, "maximum": 9,
+                    "maxItems": 200, "items": {"type": "integer", "minimum": 1, "maximum": 9},
                     "description": "spell levels given up (an integer: one spell of "
                                    "that level)"},
             },

@@ -89,10 +89,10 @@ CHOICE_SCHEMA: JSON = {
             "properties": {
                 "mode": {"type": ["string", "null"]},
                 "pool_dice": {"type": "integer", "minimum": 0},
-                "sacrifice": {"oneOf": [
-                    {"type": "integer", "minimum": 1, "maximum": 9},
-                    {"type": "array", "maxItems": 200,
-                     "items": {"type": "integer", "minimum": 1, "maximum": 9}}]},
+                # as in exchange.resolve: one schema, so errors name the level and bound
+                "sacrifice": {
+                    "type": ["integer", "array"], "minimum": 1, "maximum": 9,
+                    "maxItems": 200, "items": {"type": "integer", "minimum": 1, "maximum": 9}},
                 "allies": {"type": "array", "maxItems": 63, "uniqueItems": True,
                            "items": ID_SCHEMA},
             },

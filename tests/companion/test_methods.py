@@ -384,6 +384,28 @@ async def test_a_combat_strength_defense_mode_it_lacks_is_named_at_defense_mode(
     assert problem["message"].startswith('"tower" is not one of ["mind-blank", ')
 
 
+@pytest.mark.parametrize("method", ["exchange.resolve", "exchange.odds"])
+async def test_a_power_pool_sacrifice_out_of_range_is_named_at_the_level_with_its_bound(
+        rpc: Rpc, method: str) -> None:
+    """API.md -32602: `data.errors` names the path and the rule. A spell level given up
+    outside 1 to 9 is named where it is, at /defense/sacrifice or the list's item, with
+    the bound (it was the whole sacrifice, "not valid under any of the given
+    schemas")."""
+    params = {"system": "power-pool",
+              "attacker": {"id": "a", "hit_dice": 2, "die": 8,
+                           "attacks": ["mental-stab"]},
+              "defender": {"id": "mage", "hit_dice": 2, "die": 4, "psionic": False,
+                           "spell_levels": [1, 2]},
+              "attack": {"mode": "mental-stab"}}
+    for sacrifice, path, message in [
+            (10, "/defense/sacrifice", "10 is greater than the maximum of 9"),
+            ([1, 12], "/defense/sacrifice/1", "12 is greater than the maximum of 9"),
+            ("2", "/defense/sacrifice", '"2" is not of type "integer" or "array"')]:
+        error = await rpc.error(method, {**params, "defense": {"sacrifice": sacrifice}})
+        assert error["code"] == -32602
+        assert error["data"]["errors"] == [{"path": path, "message": message}]
+
+
 async def test_exchange_odds_assume_known_answers_alike_whatever_the_defender_knows(
         rpc: Rpc) -> None:
     """A defense the defender does not know is refused by its rule (the secret a player

@@ -1109,6 +1109,28 @@ def test_a_sacrifice_is_of_a_spell_level_from_1_to_9() -> None:
     assert err.value.problems[0].path == "/defense/sacrifice"
 
 
+@pytest.mark.parametrize("sacrifice,path,message", [
+    (10, "/defense/sacrifice", "10 is greater than the maximum of 9"),
+    (0, "/defense/sacrifice", "0 is less than the minimum of 1"),
+    ([1, 12], "/defense/sacrifice/1", "12 is greater than the maximum of 9"),
+    ([1, "2"], "/defense/sacrifice/1", '"2" is not of type "integer"'),
+    ("3", "/defense/sacrifice", '"3" is not of type "integer" or "array"'),
+    ([1] * 201, "/defense/sacrifice", "has 201 items; at most 200 are allowed"),
+])
+def test_a_malformed_sacrifice_is_named_at_the_value_that_is_wrong_with_the_rule(
+        sacrifice: Any, path: str, message: str) -> None:
+    """Bad input gets an error naming the field and the rule: a spell level outside 1 to
+    9 is named where it is (an item of a list at its index) with the bound it breaks,
+    not as the whole sacrifice being "not valid under any of the given schemas"."""
+    with pytest.raises(InvalidInput) as err:
+        SYSTEM.validate_request({"attacker": psionic("A"),
+                                 "defender": mundane("Mage", spell_levels=[1]),
+                                 "attack": {"mode": "mental-stab"},
+                                 "defense": {"sacrifice": sacrifice}})
+    [problem] = err.value.problems
+    assert (problem.path, problem.message[:len(message)]) == (path, message)
+
+
 def test_only_memorised_spells_can_be_sacrificed() -> None:
     with pytest.raises(RulesViolation) as err:
         exchange(psionic("A"), mundane("Mage", spell_levels=[1]), {"mode": "mental-stab"},

@@ -930,6 +930,24 @@ def test_a_stale_link_of_a_controller_the_encounter_adds_names_it_by_its_id() ->
         "list it")]
 
 
+def test_a_declared_sacrifice_out_of_range_is_named_at_the_value_with_the_rule() -> None:
+    """The choice's defense takes the exchange's sacrifice (a spell level 1 to 9, or a
+    list of them): a wrong one is named at /choice/defense/sacrifice (or its item) with
+    the bound it breaks, not as not valid "under any of the given schemas"; nothing is
+    declared."""
+    state = encounter(psionic("A", 2, 8), mundane("Mage", spell_levels=[1]))
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {"mode": "mental-stab",
+                                                             "target": "mage"}})
+    for sacrifice, path, message in [
+            (10, "/choice/defense/sacrifice", "10 is greater than the maximum of 9"),
+            ([1, 0], "/choice/defense/sacrifice/1", "0 is less than the minimum of 1")]:
+        with pytest.raises(InvalidInput) as err:
+            SYSTEM.encounter_declare(state, "mage", {"defense": {"sacrifice": sacrifice}})
+        [problem] = err.value.problems
+        assert (problem.path, problem.message) == (path, message)
+    assert SYSTEM.encounter_view(state)["waiting_for"] == ["mage"]
+
+
 def test_a_refusal_in_words_names_the_choices_places() -> None:
     state = encounter(psionic("A", 2, 8), psionic("B", 1, 4), psionic("C", 1, 4))
     with pytest.raises(RulesViolation) as err:

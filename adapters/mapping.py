@@ -14,6 +14,7 @@ import jsonschema
 
 from engine.errors import InvalidInput, Problem, json_text
 from engine.schemacheck import Validator, first_errors
+from engine.system import schema_message
 
 from .core import (
     DICE,
@@ -194,7 +195,8 @@ def parse_mapping(raw: Any, path: str) -> Mapping:
             where = path
             for key in error.absolute_path:
                 where = pointer(where, key)
-            problems.append(Problem(where, error.message[:300]))
+            # the engine's words: the value as JSON, the member that is not allowed
+            problems.append(Problem(where, schema_message(error)))
         raise InvalidInput(problems)
     fields_path, systems_path = pointer(path, "fields"), pointer(path, "systems")
     return Mapping(

@@ -1337,6 +1337,31 @@ def test_generic_mapping_is_checked_against_its_schema() -> None:
     assert err.value.problems[0].path == "/mapping"
 
 
+@pytest.mark.parametrize("source,path,message", [
+    ({"path": "a..b"}, "/mapping/fields/psp/path", '"a..b" does not match '),
+    ("a..b", "/mapping/fields/psp", '"a..b" does not match '),
+    ({"path": "system.psp", "parse": "bogus"}, "/mapping/fields/psp/parse",
+     '"bogus" is not one of ["value", "dice-count", "hit-die", "intelligence"]'),
+    ({"path": "system.psp", "write": "yes"}, "/mapping/fields/psp/write",
+     '"yes" is not of type "boolean"'),
+    ({"path": "system.psp", "writ": True}, "/mapping/fields/psp",
+     'unexpected member(s) ["writ"]: not allowed here'),
+    ({"parse": "value"}, "/mapping/fields/psp", '"path" is a required property'),
+    (3, "/mapping/fields/psp", '3 is not of type "string" or "object"'),
+])
+def test_a_mapping_source_that_is_wrong_is_named_at_its_member_with_the_rule(
+        source: Any, path: str, message: str) -> None:
+    """docs/ADAPTERS.md: the mapping is checked against its schema and "errors name
+    /mapping/...": a field's source (a path, or {path, parse?, default?, write?}) that is
+    wrong is named at the member that is wrong, with the rule, in JSON's words; not as the
+    whole source being "not valid under any of the given schemas"."""
+    data = {"mapping": {"fields": {"psp": source}}, "actor": zanna()}
+    with pytest.raises(InvalidInput) as err:
+        GENERIC.import_(data, "revised-2e")
+    [problem] = err.value.problems
+    assert (problem.path, problem.message[:len(message)]) == (path, message)
+
+
 def test_the_foundry_modules_envelope_with_no_token_updates_the_base_actor() -> None:
     """vtt-module's combatantRef sends {actor: actor.toObject(), token: null} when no
     token was used."""

@@ -78,6 +78,25 @@ async def test_adapters_import_points_into_foundry_flags_and_keeps_unbound_paths
                                "level": 1}
 
 
+async def test_a_mapping_source_that_is_wrong_is_refused_at_its_member_by_the_daemon(
+        rpc: Rpc) -> None:
+    """docs/ADAPTERS.md: the mapping's errors name /mapping/...: through the daemon a
+    source with an unknown parse is named at its parse with the ones there are, an
+    attribute path a Roll20 name cannot be at the source (not as the source being "not
+    valid under any of the given schemas")."""
+    zanna = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    for source, path, message in [
+            ({"path": "system.psp", "parse": "bogus"}, "/data/mapping/fields/psp/parse",
+             '"bogus" is not one of ["value", "dice-count", "hit-die", "intelligence"]'),
+            ("PSP|MAX", "/data/mapping/fields/psp", '"PSP|MAX" does not match ')]:
+        error = await rpc.error("adapters.import", {
+            "adapter": "foundry.generic", "system": "revised-2e",
+            "data": {"mapping": {"fields": {"psp": source}}, "actor": zanna}})
+        assert error["code"] == -32602
+        [problem] = error["data"]["errors"]
+        assert (problem["path"], problem["message"][:len(message)]) == (path, message)
+
+
 async def test_exchange_write_back_keeps_a_maximum_the_engine_defaulted(rpc: Rpc) -> None:
     """COMBATANTS.md: attack_strength_max defaults to the current strength. The sheet has
     60 with an empty max: after the attack costs strength, the write-back must also set

@@ -293,6 +293,31 @@ def test_a_broken_replacement_table_is_refused_with_its_path(breakage: Any, path
     assert path in [p.path for p in err.value.problems]
 
 
+@pytest.mark.parametrize("breakage,path,message", [
+    (lambda d: d["defenseless"]["letters"]["W"]["duration"].__setitem__("count", 0),
+     "/tables/defenseless/letters/W/duration/count", "0 is less than the minimum of 1"),
+    (lambda d: d["defenseless"]["letters"]["W"]["duration"].pop("unit"),
+     "/tables/defenseless/letters/W/duration", "'unit' is a required property"),
+    (lambda d: d["defenseless"]["letters"]["W"].__setitem__("duration", "1d4 weeks"),
+     "/tables/defenseless/letters/W/duration", "'1d4 weeks' is not of type 'object', 'null'"),
+    (lambda d: d["defenseless"]["matrix"]["01-25"]["ego-whip"].__setitem__(0, -1),
+     "/tables/defenseless/matrix/01-25/ego-whip/0", "-1 is less than the minimum of 0"),
+    (lambda d: d["defenseless"]["matrix"]["01-25"]["ego-whip"].__setitem__(0, "KO"),
+     "/tables/defenseless/matrix/01-25/ego-whip/0", "'KO' does not match '^[A-Z]$'"),
+])
+def test_a_broken_letter_duration_or_defenseless_cell_is_named_with_its_rule(
+        breakage: Any, path: str, message: str) -> None:
+    """Bad input gets an error naming the field and the rule: a letter's duration (null,
+    or {count, sides, unit}) and a cell of table B (points, or a condition letter) that
+    break the schema are named at the member that is wrong with the rule it breaks, not
+    as the whole value being "not valid under any of the given schemas"."""
+    data = copy.deepcopy(DATA)
+    breakage(data)
+    with pytest.raises(InvalidInput) as err:
+        CombatStrength(data)
+    assert [(p.path, p.message) for p in err.value.problems] == [(path, message)]
+
+
 @pytest.mark.parametrize("table", ["combat", "defenseless"])
 def test_a_psychic_implosion_percentage_above_100_is_refused_in_either_table(
         table: str) -> None:

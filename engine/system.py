@@ -23,7 +23,7 @@ from .dice import DiceSource, largest_faces
 from .errors import InvalidInput, Problem, UnknownCombatant, json_text
 from .options import HouseRule, resolve_options
 from .results import Event, Resolution, copy_json
-from .schemacheck import QuickValidator, first_errors
+from .schemacheck import MAX_ERRORS, QuickValidator, first_errors
 
 JSON = dict[str, Any]
 
@@ -94,9 +94,12 @@ def swap_combatant(state: JSON, combatant_id: str, combatant: JSON) -> None:
 
 def schema_problems(validator: Validates, data: Any, prefix: str = "") -> list[Problem]:
     """The schema errors in ``data`` as ``Problem``s with JSON Pointer paths: every one,
-    up to ``MAX_ERRORS`` (``first_errors``: a value with more is described by those)."""
+    up to ``MAX_ERRORS`` (``first_errors``: a value with more is described by those); an
+    ``anyOf``/``oneOf`` of which one branch alone fits the value's type is told by that
+    branch's errors (``_specific``)."""
     problems = []
-    for error in first_errors(validator.iter_errors(data)):
+    errors = [e for found in first_errors(validator.iter_errors(data)) for e in _specific(found)]
+    for error in errors[:MAX_ERRORS]:
         path = prefix + "".join(f"/{p}" for p in error.absolute_path)
         forbidden = _forbidden_members(error)
         if forbidden:
@@ -104,6 +107,32 @@ def schema_problems(validator: Validates, data: Any, prefix: str = "") -> list[P
         else:
             problems.append(Problem(path, schema_message(error)))
     return problems
+
+
+def _branches(error: jsonschema.ValidationError) -> list[list[jsonschema.ValidationError]]:
+    """The errors of each branch of a failed ``anyOf``/``oneOf`` (none for any other)."""
+    by_branch: dict[Any, list[jsonschema.ValidationError]] = {}
+    if error.validator in ("anyOf", "oneOf"):
+        for sub in error.context or ():
+            by_branch.setdefault(sub.relative_schema_path[0], []).append(sub)
+    return list(by_branch.values())
+
+
+def _of_other_type(branch: list[jsonschema.ValidationError]) -> bool:
+    """Whether a branch failed because the value itself is not of the branch's type."""
+    return any(e.validator == "type" and not e.relative_path for e in branch)
+
+
+def _specific(error: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:
+    """``error``, or, for an ``anyOf``/``oneOf`` of which one branch alone is of the
+    value's type (``[{"type": "null"}, {"type": "object", ...}]``), that branch's own
+    errors: they name the member that is wrong and its rule, where the whole value
+    being "not valid under any of the given schemas" names neither (a plugin's schema
+    may be written so; the built-in ones give such a value one schema of two types)."""
+    fitting = [b for b in _branches(error) if not _of_other_type(b)]
+    if len(fitting) != 1:
+        return [error]
+    return [specific for sub in fitting[0] for specific in _specific(sub)]
 
 
 def _forbidden_members(error: jsonschema.ValidationError) -> list[str]:
@@ -153,6 +182,15 @@ def schema_message(error: jsonschema.ValidationError) -> str:
         # a combatant's {"anyOf": [{"required": ["id"]}, {"required": ["name"]}]}
         wanted = " or ".join(" and ".join(map(json_text, b["required"])) for b in value)
         return f"give {wanted}: at least one is required"
+    branches = _branches(error)
+    if branches and all(map(_of_other_type, branches)):
+        # of no branch's type: the types there are, as for one schema of several types
+        branch_types: list[Any] = []
+        for e in (e for b in branches for e in b if e.validator == "type" and not e.relative_path):
+            kinds: Any = e.validator_value
+            branch_types += [kinds] if isinstance(kinds, str) else kinds
+        return f"{json_text(instance)} is not of type " \
+               f"{' or '.join(map(json_text, dict.fromkeys(branch_types)))}"
     if error.validator in ("maxItems", "maxProperties") and isinstance(instance, list | dict):
         kind = "items" if isinstance(instance, list) else "members"
         return f"has {len(instance)} {kind}; at most {json_text(value)} are allowed " \

@@ -702,6 +702,35 @@ async def test_a_plugin_systems_request_is_checked_against_its_request_schema(
         {"path": "/attack/call", "message": '"edge" is not one of ["heads", "tails"]'}]
 
 
+class GuardedCoin(CoinDuel):
+    """The coin duel with a defense written as anyOf null or an object, as a plugin's
+    author may write it."""
+
+    def request_schema(self) -> JSON:
+        guard = {"type": "object", "required": ["guard"], "additionalProperties": False,
+                 "properties": {"guard": {"enum": ["high", "low"]}}}
+        return {**REQUEST, "properties": {**REQUEST["properties"],
+                                          "defense": {"anyOf": [{"type": "null"}, guard]}}}
+
+
+@pytest.mark.parametrize("method", ["exchange.resolve", "exchange.odds"])
+async def test_a_plugin_schemas_any_of_null_or_object_is_named_inside_the_object(
+        rpc_with: Any, monkeypatch: pytest.MonkeyPatch, method: str) -> None:
+    """API.md -32602: `data.errors` name the path and the rule, for a plugin system's
+    request schema too: a defense that is anyOf null or an object, given an object with
+    a wrong member, is named at that member with its rule (it was the whole /defense,
+    "not valid under any of the given schemas")."""
+    monkeypatch.setattr(sample_plugin, "GUARDED_COIN", GuardedCoin(), raising=False)
+    rpc = await rpc_with(ep("guarded-coin", "tests.sample_plugin:GUARDED_COIN"))
+    error = await rpc.error(method, {**COIN_REQUEST, "defense": {"guard": "middle"}})
+    assert error["code"] == -32602
+    assert error["data"]["errors"] == [
+        {"path": "/defense/guard", "message": '"middle" is not one of ["high", "low"]'}]
+    error = await rpc.error(method, {**COIN_REQUEST, "defense": {}})
+    assert error["data"]["errors"] == [
+        {"path": "/defense", "message": '"guard" is a required property'}]
+
+
 async def test_an_unknown_system_lists_the_known_ones_sorted_plugins_among_them(
         rpc_with: Any) -> None:
     """The known systems are listed in order of their ids, a plugin's among the built-in

@@ -485,6 +485,49 @@ def test_house_rule_errors_and_forbidden_members_speak_json_too() -> None:
     assert [p.message for p in problems] == ['must not match the schema {"type": "string"}']
 
 
+def test_an_any_of_whose_one_branch_fits_the_value_is_named_inside_that_branch() -> None:
+    """Bad input gets an error naming the field and the rule, whoever wrote the schema
+    (a plugin's may say null-or-object with anyOf or oneOf): where one branch alone is
+    of the value's type, its own errors are told (the member and its rule); a value of
+    no branch's type is told the types there are; where several branches fit, or none
+    has a type (id or name), the schema's own words stay."""
+    from jsonschema import Draft202012Validator
+
+    from engine.system import schema_problems
+
+    schema = {"type": "object", "properties": {
+        "defense": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/defense"}]},
+        "sacrifice": {"oneOf": [{"type": "integer", "minimum": 1, "maximum": 9},
+                                {"type": "array", "items": {"type": "integer",
+                                                            "maximum": 9}}]},
+        "who": {"anyOf": [{"required": ["id"]}, {"required": ["name"]}]},
+        "either": {"anyOf": [{"type": "object", "required": ["x"]},
+                             {"type": "object", "required": ["y"]}]}},
+        "$defs": {"defense": {
+            "type": "object", "required": ["mode"], "additionalProperties": False,
+            "properties": {"mode": {"oneOf": [{"type": "null"},
+                                              {"enum": ["blank", "tower"]}]}}}}}
+
+    def problems(value: object) -> list[tuple[str, str]]:
+        return [(p.path, p.message)
+                for p in schema_problems(Draft202012Validator(schema), value)]
+
+    assert problems({"defense": {"mode": "towr"}}) == [
+        ("/defense/mode", '"towr" is not one of ["blank", "tower"]')]
+    assert problems({"defense": {}}) == [("/defense", '"mode" is a required property')]
+    assert problems({"defense": {"mode": None, "paid": 1}}) == [
+        ("/defense", 'unexpected member(s) ["paid"]: not allowed here')]
+    assert problems({"defense": "tower"}) == [
+        ("/defense", '"tower" is not of type "null" or "object"')]
+    assert problems({"sacrifice": [1, 12]}) == [
+        ("/sacrifice/1", "12 is greater than the maximum of 9")]
+    assert problems({"sacrifice": "3"}) == [
+        ("/sacrifice", '"3" is not of type "integer" or "array"')]
+    assert problems({"who": {}}) == [("/who", 'give "id" or "name": at least one is required')]
+    assert problems({"either": {}}) == [
+        ("/either", "{} is not valid under any of the given schemas")]
+
+
 def test_schema_messages_speak_json_for_every_keyword_and_stay_short() -> None:
     """STYLE.md: messages that tell the caller how to fix the problem, in the caller's
     terms: every type a value may have, a const or a required member as JSON, a count

@@ -26,7 +26,9 @@ def combatant_schema(tables: Tables) -> dict[str, Any]:
         "properties": {
             "id": {"type": "string", "minLength": 1, "maxLength": MAX_ID,
                    "description": "unique in an exchange or encounter; made from name if absent"},
-            "name": {"type": "string", "maxLength": 200},
+            # not empty: the summaries and chat cards name a combatant by it ("Korr
+            # attacks Bob"), as in the other systems
+            "name": {"type": "string", "minLength": 1, "maxLength": 200},
             "attack_strength": {**strength, "description": "current; defaults to the max"},
             "attack_strength_max": {**strength, "description": "defaults to the current"},
             "defense_strength": {**strength, "description": "current; defaults to the max"},

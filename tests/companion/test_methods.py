@@ -233,6 +233,29 @@ async def test_an_adapter_named_by_no_string_is_invalid_params_at_its_place(
         assert error["data"]["errors"][0]["message"].startswith("unknown adapter ")
 
 
+@pytest.mark.parametrize(("system", "attacker", "defender", "mode"), [
+    ("revised-2e", {"kind": "psionicist", "psp_max": 20, "level": 3, "int": 12, "wis": 12,
+                    "attacks": ["mind-thrust"]}, {}, "mind-thrust"),
+    ("combat-strength", {"attack_strength": 10}, {"defense_strength": 10}, "mind-thrust"),
+    ("power-pool", {"hit_dice": 2, "die": 8, "attacks": ["mental-stab"]},
+     {"hit_dice": 2, "die": 8}, "mental-stab"),
+])
+async def test_an_empty_name_is_refused_at_it_in_every_system(
+        rpc: Rpc, system: str, attacker: dict[str, Any], defender: dict[str, Any],
+        mode: str) -> None:
+    """docs/COMBATANTS.md: the name is "shown in summaries and chat cards; when absent,
+    the id". An empty one would name no one there: combat-strength took it and told
+    " attacks Bob with Mind Thrust; ... spends 4 attack strength"; every system now
+    refuses it at its place, as revised-2e and power-pool did."""
+    error = await rpc.error("exchange.resolve", {
+        "system": system, "attacker": {"id": "al", "name": "", **attacker},
+        "defender": {"id": "bob", "name": "Bob", **defender}, "attack": {"mode": mode},
+        "seed": 1})
+    assert error["code"] == -32602
+    assert error["data"]["errors"] == [{"path": "/attacker/name",
+                                        "message": '"" should be non-empty'}]
+
+
 async def test_exchange_resolve_the_api_example(rpc: Rpc) -> None:
     """API.md "exchange.resolve": the example request and the result's members."""
     result = await rpc.ok("exchange.resolve", EXCHANGE)

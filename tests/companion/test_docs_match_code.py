@@ -551,6 +551,22 @@ FIELD_FIGURES: list[tuple[str, str, int, Any, Any]] = [
     ("power-pool", "condition_rounds", 2, _span,
      lambda p: _bounds(p["condition_rounds"]["additionalProperties"])),
     ("power-pool", "blank_mind_save", 1, _span, lambda p: _bounds(p["blank_mind_save"])),
+    # the name every combatant has, and each bound a system sets on a number
+    *[(system, "name", 1, _span, lambda p: [p["name"]["minLength"], p["name"]["maxLength"]])
+      for system in ("revised-2e", "combat-strength", "power-pool")],
+    ("revised-2e", "level", 1, _span, lambda p: _bounds(p["level"])),
+    ("revised-2e", "psp", 1, _span, lambda p: _bounds(p["psp"])),
+    ("revised-2e", "psp_max", 1, _span, lambda p: _bounds(p["psp_max"])),
+    ("revised-2e", "mthac0", 1, _span, lambda p: _bounds(p["mthac0"])),
+    ("revised-2e", "mental_armor", 1, _span, lambda p: _bounds(p["mental_armor"])),
+    ("revised-2e", "hp", 1, _span, lambda p: _bounds(p["hp"])),
+    *[("combat-strength", field, 1, _span, lambda p, f=field: _bounds(p[f]))
+      for field in ("attack_strength", "attack_strength_max", "defense_strength",
+                    "defense_strength_max", "original_total", "int", "wis")],
+    ("combat-strength", "condition_rounds", 2, _span,
+     lambda p: _bounds(p["condition_rounds"]["additionalProperties"])),
+    ("power-pool", "hit_dice", 1, _span, lambda p: _bounds(p["hit_dice"])),
+    ("power-pool", "spell_levels", 1, _span, lambda p: _bounds(p["spell_levels"]["items"])),
 ]
 
 

@@ -1526,6 +1526,23 @@ def test_the_sheets_mac_box_is_read_not_written_back() -> None:
     assert SHEET.updates(data, "revised-2e", before, {**before, "mac": 8}) == []
 
 
+def test_temporary_points_are_said_only_beside_the_box_they_would_go_to() -> None:
+    """docs/ADAPTERS.md: a Temp HP, Temp PSP or Stored PSP box holding points is said
+    when the sheet's own HP or PSP box is read for the system: power-pool reads HP and
+    no PSPs, and PSPs that come from psi_psp alone leave no PSP box to add them to."""
+    data = ulcen()
+    attr(data, "tempPSP")["current"] = "6"
+    data["attribs"] += [{"name": "storedPSP", "current": "12", "max": "20"},
+                        {"name": "tempHP", "current": "4", "max": ""}]
+    got = SHEET.import_(data, "power-pool")
+    assert [w.split(":")[0] for w in got.warnings if " holds " in w] == ["tempHP holds 4"]
+    data["attribs"] = [a for a in data["attribs"] if a["name"] not in ("PSP", "HP")]
+    data["attribs"].append({"name": "psi_psp", "current": "30", "max": "40"})
+    got = SHEET.import_(data, "revised-2e")
+    assert (got.combatant["psp"], got.combatant.get("hp")) == (30, None)
+    assert not any(" holds " in w for w in got.warnings)
+
+
 def test_a_temporary_points_box_holding_no_number_is_no_reason_to_refuse() -> None:
     """Temp HP and Temp PSP are not read (only named when they hold points): text there
     is neither refused nor said."""

@@ -254,7 +254,9 @@ FIELDS: Final[dict[str, dict[str, FieldType]]] = {
         "defense_strength": _INT0, "defense_strength_max": _INT0,
         "original_total": _INT0,
         "psionic": _BOOL,
-        "int": _SCORE, "wis": _SCORE,
+        # 0 too, as its combatant takes: Int + Wis of 5 or less is a band of the Psionic
+        # Wave table (RULES.md §2.7)
+        "int": FieldType("int", 0, 25), "wis": FieldType("int", 0, 25),
         "attacks": _MODES_A, "defenses": _MODES_D,
         "conditions": _STRINGS,
         "condition_rounds": FieldType("object"),
@@ -820,7 +822,8 @@ def score(draft: Draft, name: str, value: Any, path: str, *, default: int | None
     draft.put(name, number, Binding("", writable=False))
 
 
-#: The ability scores a combatant may have (1..25, as the tables go).
+#: The ability scores a combatant may have (1..25, as the tables go; combat-strength's
+#: int and wis from 0, FIELDS).
 SCORES: Final = frozenset({"int", "wis", "con"})
 
 

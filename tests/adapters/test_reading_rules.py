@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import adapters
-from adapters.core import MAX_WARNINGS, Draft
+from adapters.core import FIELDS, MAX_WARNINGS, SCORES, Draft
 from adapters.intelligence import MAX_INT_TEXT
 from engine import builtin_systems
 from engine.errors import InvalidInput
@@ -763,6 +763,33 @@ def test_a_store_ability_score_above_25_is_refused_not_used_as_25() -> None:
         adapters.get("roll20.adnd2e-revised").import_(ulcen, "revised-2e")
     assert err.value.problems[0].path == f"/attribs/{len(ulcen['attribs']) - 1}/current"
     assert err.value.problems[0].message == "must be at most 25, got 30"
+
+
+def test_a_store_ability_score_takes_the_range_the_system_s_combatant_takes() -> None:
+    """docs/ADAPTERS.md: the store's `int`, `wis` and `con` are the combatant's own
+    fields, in COMBATANTS.md's range: 1-25 in revised-2e, 0-25 in combat-strength (an
+    Int + Wis of 5 or less is a band of its Psionic Wave table, RULES.md §2.7). The
+    store refused a combat-strength int of 0 that the engine takes; each system's
+    store now takes its schema's bounds, 0 included where the schema has it."""
+    for system, schema in ((s, builtin_systems()[s].combatant_schema()["properties"])
+                           for s in FIELDS):
+        for name in SCORES & set(FIELDS[system]):
+            bounds = (FIELDS[system][name].lo, FIELDS[system][name].hi)
+            assert bounds == (schema[name]["minimum"], schema[name]["maximum"]), \
+                (system, name)
+    actor = template_actor("foundry/ose/template.json", "character", "oseChar000000001",
+                           "Ose")
+    actor["flags"] = {"mindscape": {"combat-strength": {"int": 0, "wis": 3}}}
+    got = OSE.import_(actor, "combat-strength")
+    assert (got.combatant["int"], got.combatant["wis"]) == (0, 3)
+    assert builtin_systems()["combat-strength"].combatant(got.combatant)["int"] == 0
+    ulcen = load("roll20/adnd2e-revised-ulcen.handmade.json")
+    ulcen["attribs"].append({"name": "psi_int", "current": "0", "max": ""})
+    assert SHEET.import_(ulcen, "combat-strength").combatant["int"] == 0
+    with pytest.raises(InvalidInput) as err:
+        SHEET.import_(ulcen, "revised-2e")
+    assert err.value.problems[0].path == f"/attribs/{len(ulcen['attribs']) - 1}/current"
+    assert err.value.problems[0].message == "must be at least 1, got 0"
 
 
 def test_a_sheet_ability_score_of_25_is_read_without_a_warning() -> None:

@@ -65,6 +65,11 @@ class Source:
         """The field's value from the raw ``value`` found at ``path``."""
         if self.parse == "intelligence" and isinstance(value, str):
             return intelligence_score(draft, value, path, self.path)
+        if self.parse == "intelligence" and isinstance(value, int | float) \
+                and not isinstance(value, bool) and value == 0:
+            # a monster's stated 0 (non-intelligent), as the monster adapters read it,
+            # where a score of 0 would be refused
+            return intelligence_score(draft, "0", path, self.path)
         if self.parse == "dice-count":
             # said of the field read, and withdrawn when the state store sets it, as the
             # other adapters' Hit Dice warnings are (``Draft.warn_level``)

@@ -619,6 +619,26 @@ def test_a_number_in_a_mapped_intelligence_source_is_read_as_a_score() -> None:
     assert "int 30 is above the tables' 25; used as 25" in got.warnings
 
 
+def test_a_mapped_intelligence_of_0_is_a_non_intelligent_monster_not_a_refusal() -> None:
+    """docs/ADAPTERS.md, Monster Intelligence: "Non-intelligent (0) is used as 1, the
+    lowest score a combatant has", as ARS reads its system.intelligence 0, number or
+    text. A mapping's `intelligence` source read the text "0" so but refused the number
+    0 as an ability score ("an ability score must be at least 1"), so a Foundry system
+    keeping a zombie's Intelligence in a number field could not import it."""
+    mapping = {"version": 1, "fields": {"int": {"path": "system.intel",
+                                                "parse": "intelligence"}}}
+    for intel in (0, "0"):
+        got = FOUNDRY_GENERIC.import_(generic_actor(mapping, intel=intel), "revised-2e")
+        assert got.combatant["int"] == 1, intel
+        assert 'Int 1 read from system.intel "0": the stated 0, used as 1: the lowest ' \
+            "score a combatant has (flags.mindscape.revised-2e.int sets it)" in got.warnings
+    # a plain score of 0 is still refused: 0 is no score a sheet gives
+    plain = {"version": 1, "fields": {"int": "system.intel"}}
+    with pytest.raises(InvalidInput) as err:
+        FOUNDRY_GENERIC.import_(generic_actor(plain, intel=0), "revised-2e")
+    assert err.value.problems[0].message == "an ability score must be at least 1"
+
+
 def test_a_large_bare_number_in_a_hit_die_source_is_ignored_with_a_warning() -> None:
     """docs/ADAPTERS.md: `parse: "hit-die"`: "a number that is no die size ... leaves
     the field out with a warning", a large one (a hit-point total in the wrong box) too."""

@@ -1057,6 +1057,32 @@ def test_the_best_class_save_is_never_written_back() -> None:
     assert again["save_paralyzation"] == 11
 
 
+@pytest.mark.parametrize("system", ["revised-2e", "combat-strength", "power-pool"])
+def test_an_export_without_an_id_is_given_one_from_its_name_and_said(system: str) -> None:
+    """docs/ADAPTERS.md, Roll20 input: an export with no id, _id or oldId gets the id
+    the engine makes from its name ("Zoë" → zoë), or "character" when the name has no
+    letter or digit, in every system (not the engine's "combatant", nor combat-strength's
+    refusal), with a warning that its write-back will not find it; no name at all is
+    the id's, said too."""
+    said = '(id, _id or oldId); using "{}", which Roll20 will not find for write-back'
+    for name, ident in (("Zoë the Bold", "zoë-the-bold"), ("!!!", "character"),
+                        ("  ", "character")):
+        data = load("roll20/vttes-export-ilaris-empty.json")
+        del data["character"]["oldId"]
+        data["character"]["name"] = name
+        got = SHEET.import_(data, system)
+        assert got.combatant["id"] == ident, name
+        assert f"the character has no id {said.format(ident)}" in got.warnings
+        if name.strip():
+            assert got.combatant["name"] == name
+        else:
+            assert got.combatant["name"] == ident
+            assert f"the character has no name; using its id {ident}" in got.warnings
+        assert builtin_systems()[system].combatant(
+            {**got.combatant, "die": 8} if system == "power-pool" else got.combatant
+        )["id"] == ident
+
+
 def test_temporary_and_stored_points_beside_hp_and_psp_are_said_not_counted() -> None:
     """The sheet keeps Temp HP, Temp PSP and Stored PSP beside HP and PSP; the engine has
     no place for them, so a box holding points is named in a warning, not ignored in

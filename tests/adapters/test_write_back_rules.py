@@ -286,6 +286,26 @@ def test_ability_scores_read_from_the_sheet_are_never_written() -> None:
     assert ARS.updates(npc, "revised-2e", before, {**before, "int": 12, "wis": 14}) == []
 
 
+def test_a_save_or_mac_read_from_a_sheet_box_is_never_written() -> None:
+    """docs/ADAPTERS.md "Write-back": a field read from a place of the sheet the adapter
+    does not write back to (OSE's and ARS's save vs. paralyzation box, the Roll20
+    sheet's selfMAC) is never written, not even to the store, where it would hide the
+    box the GM keeps."""
+    ose = template_actor("foundry/ose/template.json", "character", "oseChar000000001", "O")
+    ose["system"]["saves"]["paralysis"]["value"] = 13
+    ars = template_actor("foundry/ars/template.json", "npc", "arsNpc0000000001", "Kobold")
+    ars["system"]["saves"]["paralyzation"]["value"] = 14
+    for adapter, data in ((adapters.get("foundry.ose"), ose), (ARS, ars)):
+        before = normalised(adapter, data, "revised-2e")
+        assert before["save_paralyzation"] in (13, 14)
+        assert adapter.updates(data, "revised-2e", before,
+                               {**before, "save_paralyzation": 9}) == [], adapter.id
+    ulcen = load("roll20/adnd2e-revised-ulcen.handmade.json")
+    before = normalised(SHEET, ulcen, "revised-2e")
+    assert before["mac"] == 10
+    assert SHEET.updates(ulcen, "revised-2e", before, {**before, "mac": 6}) == []
+
+
 # -- 3. hp belongs to the sheet -------------------------------------------------------------
 def test_foundry_ignores_hp_in_the_flags_and_writes_damage_to_the_sheet() -> None:
     """docs/ADAPTERS.md: "`hp` never goes to the store: it is written only where it was

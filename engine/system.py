@@ -114,13 +114,36 @@ def _branches(error: jsonschema.ValidationError) -> list[list[jsonschema.Validat
     by_branch: dict[Any, list[jsonschema.ValidationError]] = {}
     if error.validator in ("anyOf", "oneOf"):
         for sub in error.context or ():
-            by_branch.setdefault(sub.relative_schema_path[0], []).append(sub)
+            # a branch that is the schema false gives its error no schema path: a
+            # branch of its own (jsonschema descends into it without the index)
+            where = sub.relative_schema_path[0] if sub.relative_schema_path else id(sub)
+            by_branch.setdefault(where, []).append(sub)
     return list(by_branch.values())
 
 
 def _of_other_type(branch: list[jsonschema.ValidationError]) -> bool:
-    """Whether a branch failed because the value itself is not of the branch's type."""
-    return any(e.validator == "type" and not e.relative_path for e in branch)
+    """Whether a branch failed because the value itself is not of the branch's type: a
+    ``type`` refused at the value, the schema false there (no value is of its type), or
+    an ``anyOf``/``oneOf`` there none of whose branches is of the value's type."""
+    def refused_by_type(e: jsonschema.ValidationError) -> bool:
+        if e.validator in ("type", None):
+            return True
+        nested = _branches(e)
+        return bool(nested) and all(map(_of_other_type, nested))
+    return any(not e.relative_path and refused_by_type(e) for e in branch)
+
+
+def _root_types(branches: list[list[jsonschema.ValidationError]]) -> list[Any]:
+    """The types the branches of an ``anyOf``/``oneOf`` take at the value (through any
+    nested there), in order, each once."""
+    types: list[Any] = []
+    for e in (e for b in branches for e in b if not e.relative_path):
+        if e.validator == "type":
+            kinds: Any = e.validator_value
+            types += [kinds] if isinstance(kinds, str) else kinds
+        else:
+            types += _root_types(_branches(e))
+    return list(dict.fromkeys(types))
 
 
 def _specific(error: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:
@@ -183,14 +206,10 @@ def schema_message(error: jsonschema.ValidationError) -> str:
         wanted = " or ".join(" and ".join(map(json_text, b["required"])) for b in value)
         return f"give {wanted}: at least one is required"
     branches = _branches(error)
-    if branches and all(map(_of_other_type, branches)):
+    branch_types = _root_types(branches)
+    if branch_types and all(map(_of_other_type, branches)):
         # of no branch's type: the types there are, as for one schema of several types
-        branch_types: list[Any] = []
-        for e in (e for b in branches for e in b if e.validator == "type" and not e.relative_path):
-            kinds: Any = e.validator_value
-            branch_types += [kinds] if isinstance(kinds, str) else kinds
-        return f"{json_text(instance)} is not of type " \
-               f"{' or '.join(map(json_text, dict.fromkeys(branch_types)))}"
+        return f"{json_text(instance)} is not of type {' or '.join(map(json_text, branch_types))}"
     if error.validator in ("maxItems", "maxProperties") and isinstance(instance, list | dict):
         kind = "items" if isinstance(instance, list) else "members"
         return f"has {len(instance)} {kind}; at most {json_text(value)} are allowed " \

@@ -528,6 +528,35 @@ def test_an_any_of_whose_one_branch_fits_the_value_is_named_inside_that_branch()
         ("/either", "{} is not valid under any of the given schemas")]
 
 
+def test_an_any_of_with_a_false_or_a_nested_any_of_branch_is_told_every_type_it_takes() -> None:
+    """Bad input gets an error naming the field and the rule, for any valid plugin
+    schema: a branch that is the schema false (jsonschema gives its error no branch
+    index) is told like any other, not an exception; a value of none of the types of
+    an anyOf nested in a branch is told every type the whole anyOf takes (null too),
+    not only the nested one's."""
+    from jsonschema import Draft202012Validator
+
+    from engine.system import schema_problems
+
+    schema = {"type": "object", "properties": {
+        "guard": {"anyOf": [False, {"type": "object", "required": ["side"]}]},
+        "never": {"anyOf": [False, False]},
+        "level": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/level"}]}},
+        "$defs": {"level": {"oneOf": [{"type": "string", "maxLength": 2},
+                                      {"type": "integer", "maximum": 9}]}}}
+
+    def problems(value: object) -> list[tuple[str, str]]:
+        return [(p.path, p.message)
+                for p in schema_problems(Draft202012Validator(schema), value)]
+
+    assert problems({"guard": {}}) == [("/guard", '"side" is a required property')]
+    assert problems({"guard": "high"}) == [("/guard", '"high" is not of type "object"')]
+    assert problems({"never": 1}) == [("/never", "1 is not valid under any of the given schemas")]
+    assert problems({"level": {}}) == [
+        ("/level", '{} is not of type "null" or "string" or "integer"')]
+    assert problems({"level": 12}) == [("/level", "12 is greater than the maximum of 9")]
+
+
 def test_schema_messages_speak_json_for_every_keyword_and_stay_short() -> None:
     """STYLE.md: messages that tell the caller how to fix the problem, in the caller's
     terms: every type a value may have, a const or a required member as JSON, a count

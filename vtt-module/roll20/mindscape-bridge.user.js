@@ -511,6 +511,9 @@
       return outer ? [outer] : [];
     };
 
+    // What the badge says while no token is saved.
+    const NO_TOKEN_HINT = 'click here and paste the companion\'s token';
+
     // Asks the companion who it is, to show whether URL and token work. Whatever comes
     // back, the badge says what it makes of it (an answer that is no companion.info is
     // no Mindscape companion), and nothing is thrown at the settings box's button.
@@ -580,7 +583,10 @@
         tokenHint();
         storage.set('pairing', pairing.value.trim());
         panel.style.display = 'none';
-        check();
+        // Nothing typed and none saved: there is no token to test (the companion would
+        // only refuse the empty one, which the badge would tell as a wrong token).
+        if (storage.get('token')) check();
+        else setStatus('no token', NO_TOKEN_HINT);
       });
       doc.body.appendChild(panel);
       doc.body.appendChild(badge);
@@ -602,7 +608,7 @@
       buildUi();
       renewTimer = setInterval(renewLease, LEASE_RENEW_MS);
       if (storage.get('token')) check();
-      else setStatus('no token', 'click here and paste the companion\'s token');
+      else setStatus('no token', NO_TOKEN_HINT);
     };
 
     const stop = () => {

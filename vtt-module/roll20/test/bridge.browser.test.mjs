@@ -988,6 +988,48 @@ test('the saved token is never put back into the settings box, where the page\'s
   }
 });
 
+
+// An empty token field keeps the saved token; with none saved yet (the first pairing)
+// there is nothing to test: the badge keeps saying so rather than sending no token and
+// telling the companion's refusal of it as a wrong token.
+test('"Save and test" with no token typed and none saved says there is no token and sends nothing; the first token typed is saved and tested', { skip: SKIP }, async () => {
+  const managed = await browser.newPage();
+  try {
+    await managed.addInitScript(() => {
+      window.__gm = { values: {}, tokens: [] };
+      window.GM_getValue = (k, fallback) => (k in window.__gm.values ? window.__gm.values[k] : fallback);
+      window.GM_setValue = (k, v) => { window.__gm.values[k] = v; };
+      window.GM_xmlhttpRequest = (details) => {
+        const sent = details.headers.Authorization;
+        window.__gm.tokens.push(sent);
+        const ok = sent === 'Bearer First-Secret-Token';
+        setTimeout(() => details.onload(ok
+          ? { status: 200, responseText: JSON.stringify({ jsonrpc: '2.0', id: 'bridge-check', result: { name: 'mindscape', version: '0.1.0' } }) }
+          : { status: 401, responseText: '{"error": "unauthorized"}' }), 0);
+      };
+    });
+    await managed.goto(`http://127.0.0.1:${pagePort}/editor/`);
+    await waitFor('the badge to say no token', async () => /no token/.test((await managed.textContent('#mindscape-bridge-badge').catch(() => '')) || ''));
+    await managed.click('#mindscape-bridge-badge');
+    assert.equal(await managed.getAttribute('#mindscape-bridge-token', 'placeholder'), '');
+    await managed.fill('#mindscape-bridge-pairing', 'BrowserPairingCode0123456');
+    await managed.click('#mindscape-bridge-save');
+    // Give a check, had one been sent, the time to answer.
+    await new Promise((resolve) => { setTimeout(resolve, 300); });
+    assert.equal(await managed.textContent('#mindscape-bridge-badge'), 'Mindscape: no token');
+    assert.match(await managed.getAttribute('#mindscape-bridge-badge', 'title'), /paste the companion's token/);
+    assert.deepEqual(await managed.evaluate(() => window.__gm.tokens), []);
+    // The first token typed is saved and tested.
+    await managed.click('#mindscape-bridge-badge');
+    await managed.fill('#mindscape-bridge-token', 'First-Secret-Token');
+    await managed.click('#mindscape-bridge-save');
+    await waitFor('the badge to say connected', async () => /connected/.test(await managed.textContent('#mindscape-bridge-badge')));
+    assert.equal(await managed.evaluate(() => window.__gm.values.token), 'First-Secret-Token');
+    assert.equal(await managed.getAttribute('#mindscape-bridge-token', 'placeholder'), 'saved (leave empty to keep it)');
+  } finally {
+    await managed.close();
+  }
+});
 // Roll20's page can set globals before the userscript runs (document-idle); under a
 // manager its test switches must do nothing, or a script of the page would get the
 // storage holding the token, a transport that sends it, and a relay without the pairing

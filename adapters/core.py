@@ -20,7 +20,7 @@ from functools import cache
 from itertools import groupby
 from typing import Any, Final
 
-from engine.errors import EngineError, InvalidInput, json_text
+from engine.errors import EngineError, InvalidInput, json_text, pointer
 from engine.revised_2e.rules import best_save_paralyzation
 from engine.revised_2e.tables import Tables
 
@@ -308,12 +308,6 @@ def check_system(system: Any, adapter_id: str) -> str:
         raise InvalidInput.at("/system", f"adapter {adapter_id} builds combatants for "
                               f"{json_text(list(SYSTEMS))}, not {json_text(system)}")
     return str(system)
-
-
-def pointer(path: str, key: str | int) -> str:
-    """``path`` extended by one JSON Pointer token (RFC 6901 escaping)."""
-    token = str(key).replace("~", "~0").replace("/", "~1")
-    return f"{path}/{token}"
 
 
 def type_name(value: Any) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 
-from engine.errors import InvalidInput, json_text
+from engine.errors import InvalidInput, json_text, pointer
 
 from .base import Adapter, Imported, Normalise
 from .core import (
@@ -36,7 +36,6 @@ from .core import (
     need_list,
     need_object,
     plain_json,
-    pointer,
     pool_die,
     project,
     read_state,

@@ -12,7 +12,7 @@ from typing import Any
 
 import jsonschema
 
-from engine.errors import InvalidInput, Problem, json_text
+from engine.errors import InvalidInput, Problem, json_text, pointer
 from engine.schemacheck import Validator, first_errors
 from engine.system import schema_message
 
@@ -25,7 +25,6 @@ from .core import (
     decode,
     hit_dice_count,
     hit_die,
-    pointer,
     score,
     score_value,
     to_int,
@@ -197,9 +196,7 @@ def parse_mapping(raw: Any, path: str) -> Mapping:
     if errors:
         problems = []
         for error in errors:
-            where = path
-            for key in error.absolute_path:
-                where = pointer(where, key)
+            where = pointer(path, *error.absolute_path)
             # the engine's words: the value as JSON, the member that is not allowed
             problems.append(Problem(where, schema_message(error)))
         raise InvalidInput(problems)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from engine.errors import InvalidInput, json_text
+from engine.errors import InvalidInput, json_text, pointer
 from engine.revised_2e.house import WT_MTHAC0
 from engine.revised_2e.rules import mthac0_for
 from engine.system import slug
@@ -42,7 +42,6 @@ from .core import (
     need_list,
     need_object,
     plain_json,
-    pointer,
     pool_die,
     read_state,
     score,

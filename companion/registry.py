@@ -33,7 +33,7 @@ from referencing import Registry
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
-from engine.errors import Problem
+from engine.errors import Problem, pointer
 from engine.schemacheck import Check, Validator, compile_check
 from engine.system import schema_problems
 
@@ -273,10 +273,10 @@ class CompiledSchema:
 def _schema_place(path: Iterable[Any]) -> str:
     """Where in a schema a meta-schema error is, as a JSON Pointer (at most 100
     characters)."""
-    pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
-    if not pointer:
+    place = pointer("", *path)
+    if not place:
         return "the schema itself"
-    return "the value at " + (pointer if len(pointer) <= 100 else pointer[:99] + "…")
+    return "the value at " + (place if len(place) <= 100 else place[:99] + "…")
 
 
 def schema_problem(schema: Any) -> str | None:

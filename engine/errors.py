@@ -23,6 +23,19 @@ def json_text(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
+def pointer_token(key: str | int) -> str:
+    """``key`` (a member name or an array index) as one reference token of a JSON
+    Pointer: RFC 6901 writes ``~`` as ``~0`` and ``/`` as ``~1``, so a member named
+    ``a/b`` is ``/a~1b``, never the two members ``/a/b``."""
+    return str(key).replace("~", "~0").replace("/", "~1")
+
+
+def pointer(path: str, *keys: str | int) -> str:
+    """The JSON Pointer ``path`` extended by each of ``keys`` as one token
+    (``pointer("/dice", "a/b", 0)`` is ``/dice/a~1b/0``)."""
+    return path + "".join("/" + pointer_token(key) for key in keys)
+
+
 class EngineError(Exception):
     """Root of every error the engine raises on purpose."""
 

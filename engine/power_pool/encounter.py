@@ -46,6 +46,7 @@ from ..errors import (
     RulesViolation,
     UnknownCombatant,
     json_text,
+    pointer,
 )
 from ..options import resolve_options
 from ..results import Event, copy_json, thaw
@@ -402,7 +403,7 @@ def _places(state: Mapping[str, Any], pending: Mapping[str, Any], cid: str, kind
     by, not at ``/controllers/0``, which it never wrote."""
     places = _choice_places(state, pending, cid, kind)
     mapped = {old for old, _ in places}
-    return places + [(place, "/combatants/" + _pointer_token(str(c["id"])))
+    return places + [(place, pointer("/combatants", str(c["id"])))
                      for place, c in _creatures(request) if place not in mapped]
 
 
@@ -413,12 +414,6 @@ def _creatures(request: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]
     for member in ("defenders", "allies", "controllers", "puppets"):
         creatures += [(f"/{member}/{i}", c) for i, c in enumerate(request.get(member) or [])]
     return creatures
-
-
-def _pointer_token(key: str) -> str:
-    """``key`` as one reference token of a JSON Pointer (RFC 6901: ``~`` is ``~0``,
-    ``/`` is ``~1``)."""
-    return key.replace("~", "~0").replace("/", "~1")
 
 
 def _plan_in_choice_terms(system: PowerPoolSystem, state: Mapping[str, Any],

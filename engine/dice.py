@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .errors import DiceNeeded, EngineError, InvalidInput, LimitExceeded, Problem
+from .errors import DiceNeeded, EngineError, InvalidInput, LimitExceeded, Problem, pointer
 
 #: The die-type ladder shared by the systems (power-pool upgrades climb it).
 LADDER: tuple[int, ...] = (4, 6, 8, 10, 12, 20)
@@ -182,7 +182,7 @@ class SuppliedDice(DiceSource):
         for purpose, values in supplied.items():
             if not isinstance(purpose, str) or not isinstance(values, Sequence) or isinstance(
                     values, str):
-                raise InvalidInput.at(f"/dice/{purpose}", "must be a list of die values")
+                raise InvalidInput.at(pointer("/dice", purpose), "must be a list of die values")
         total = sum(len(values) for values in supplied.values())
         if total > MAX_SUPPLIED_DICE:
             raise LimitExceeded(
@@ -206,7 +206,7 @@ class SuppliedDice(DiceSource):
         value = self._queues[purpose][i]
         if not 1 <= value <= sides:
             raise InvalidInput.at(
-                f"/dice/{purpose}/{i}", f"{value} is not a face of a d{sides} (1 to {sides})")
+                pointer("/dice", purpose, i), f"{value} is not a face of a d{sides} (1 to {sides})")
         self._next[purpose] = i + 1
         return value
 
@@ -233,9 +233,9 @@ def _face_problems(purpose: str, queue: Sequence[Any], top: int, rolled_for: str
     problems = []
     for i, v in enumerate(queue):
         if isinstance(v, bool) or not isinstance(v, int):
-            problems.append(Problem(f"/dice/{purpose}/{i}", "a die value must be an integer"))
+            problems.append(Problem(pointer("/dice", purpose, i), "a die value must be an integer"))
         elif not 1 <= v <= top:
-            problems.append(Problem(f"/dice/{purpose}/{i}", (
+            problems.append(Problem(pointer("/dice", purpose, i), (
                 f"{v} is not a face of a d{top} (1 to {top}), the largest die rolled for "
                 f"{rolled_for}" if rolled_for is not None
                 else f"{v} is not a face of any die (1 to {MAX_SIDES})")))

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import InvalidInput, Problem
+from .errors import InvalidInput, Problem, pointer
 
 
 @dataclass(frozen=True)
@@ -44,11 +44,11 @@ def resolve_options(rules: Sequence[HouseRule],
     for key, value in (options or {}).items():
         rule = known.get(key)
         if rule is None:
-            problems.append(Problem(f"/options/{key}",
+            problems.append(Problem(pointer("/options", key),
                                     f"unknown house rule; known: "
                                     f"{json.dumps(sorted(known))}"))
         elif value not in rule.choices or type(value) is not type(rule.default):
-            problems.append(Problem(f"/options/{key}", f"must be {_choices_text(rule)}"))
+            problems.append(Problem(pointer("/options", key), f"must be {_choices_text(rule)}"))
         else:
             values[key] = value
     if problems:

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Protocol
 import jsonschema
 
 from .dice import DiceSource, largest_faces
-from .errors import InvalidInput, Problem, UnknownCombatant, json_text
+from .errors import InvalidInput, Problem, UnknownCombatant, json_text, pointer
 from .options import HouseRule, resolve_options
 from .results import Event, Resolution, copy_json
 from .schemacheck import MAX_ERRORS, QuickValidator, first_errors
@@ -100,10 +100,10 @@ def schema_problems(validator: Validates, data: Any, prefix: str = "") -> list[P
     problems = []
     errors = [e for found in first_errors(validator.iter_errors(data)) for e in _specific(found)]
     for error in errors[:MAX_ERRORS]:
-        path = prefix + "".join(f"/{p}" for p in error.absolute_path)
+        path = pointer(prefix, *error.absolute_path)
         forbidden = _forbidden_members(error)
         if forbidden:
-            problems += [Problem(f"{path}/{name}", "not allowed here") for name in forbidden]
+            problems += [Problem(pointer(path, name), "not allowed here") for name in forbidden]
         else:
             problems.append(Problem(path, schema_message(error)))
     return problems
@@ -447,7 +447,7 @@ class System(ABC):
         combatants, options = self._combatants_of(request, self._end_round_validator)
         choices: Mapping[str, Any] = request.get("choices") or {}
         ids = {c["id"] for c in combatants}
-        problems = [Problem(f"/choices/{cid}", f"no combatant has the id {json_text(cid)}")
+        problems = [Problem(pointer("/choices", cid), f"no combatant has the id {json_text(cid)}")
                     for cid in choices if cid not in ids]
         if problems:
             raise InvalidInput(problems)

@@ -6,7 +6,7 @@ import json
 from importlib import resources
 from typing import Any
 
-from .errors import InvalidInput, Problem
+from .errors import InvalidInput, Problem, pointer
 from .schemacheck import QuickValidator
 
 
@@ -31,7 +31,7 @@ def load_tables(package: str, data: Any | None = None) -> Any:
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
         raise InvalidInput([
-            Problem("/tables" + "".join(f"/{p}" for p in e.absolute_path), e.message)
+            Problem(pointer("/tables", *e.absolute_path), e.message)
             for e in errors
         ])
     return _whole_numbers(data)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InvalidCombatant, Problem
+from ..errors import InvalidCombatant, Problem, pointer
 from ..schemacheck import QuickValidator
 from ..system import MAX_ID_LENGTH, schema_problems, slug
 from .rules import Tables
@@ -108,7 +108,7 @@ class CombatantFactory:
         rounds = dict(raw.get("condition_rounds", {}))
         for key in rounds:
             if key not in conditions:
-                problems.append(Problem(f"{path}/condition_rounds/{key}",
+                problems.append(Problem(pointer(path, "condition_rounds", key),
                                         "names a condition the combatant does not have"))
         if problems:
             raise InvalidCombatant(problems)

@@ -7,7 +7,7 @@ from functools import cached_property
 from typing import Any
 
 from ..dice import DiceSource
-from ..errors import InvalidInput, Problem, RulesViolation, json_text
+from ..errors import InvalidInput, Problem, RulesViolation, json_text, pointer
 from ..options import HouseRule
 from ..results import Event, Resolution, copy_json
 from ..schemacheck import QuickValidator
@@ -311,7 +311,8 @@ class PowerPoolSystem(System):
         for cid, choice in choices.items():
             if not choice:
                 continue
-            check_upkeep(combatants[cid], choice, f"/choices/{cid}")
+            where = pointer("/choices", cid)
+            check_upkeep(combatants[cid], choice, where)
             try:
                 if choice.get("keep"):
                     control.check_may_keep(self.tables, combatants[cid])
@@ -320,7 +321,7 @@ class PowerPoolSystem(System):
             except RulesViolation as exc:
                 # say whose choice it was (a die switch the pool cannot pay for, a
                 # switch by a controller that cannot act)
-                raise RulesViolation(exc.rule, f"{exc.detail} (/choices/{cid})",
+                raise RulesViolation(exc.rule, f"{exc.detail} ({where})",
                                      combatant=cid) from None
             _settle(combatants, puppets, cid, after, freed)
             events += happened

@@ -350,7 +350,7 @@ def _choice_places(state: Mapping[str, Any], pending: Mapping[str, Any], cid: st
         allies += [j for j in pending["joins"] if j not in allies]
         if cid in allies:
             places.append((f"/allies/{allies.index(cid)}", "/choice/defense"))
-        places.append((f"/defenses/{cid}", "/choice/defense"))
+        places.append((pointer("/defenses", cid), "/choice/defense"))
     return places
 
 

@@ -13,7 +13,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..dice import MAX_DICE_PER_POOL, DiceSource
-from ..errors import DiceNeeded, InvalidInput, LimitExceeded, Problem, RulesViolation, json_text
+from ..errors import (
+    DiceNeeded,
+    InvalidInput,
+    LimitExceeded,
+    Problem,
+    RulesViolation,
+    json_text,
+    pointer,
+)
 from ..options import HouseRule, resolve_options
 from ..results import Change, Event, Resolution
 from ..system import JSON, id_given, id_source, is_down
@@ -468,7 +476,7 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
         if i == 0:
             defense, path = request.get("defense"), "/defense"
         else:
-            defense, path = defenses.get(m["id"]), f"/defenses/{m['id']}"
+            defense, path = defenses.get(m["id"]), pointer("/defenses", m["id"])
         sides.append(defend_side(tables, options, m, defense, path, roles[i],
                                  capped_later=secret_choices and defense is None))
 
@@ -476,7 +484,7 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
     struck_ids = {m["id"] for m in members}
     targets = {t["id"]: t for t in (target, *extra)}
     for i, ally in enumerate(allies):
-        path = f"/allies/{i}"
+        path, defense_path = f"/allies/{i}", pointer("/defenses", ally["id"])
         if i in again and ally["id"] == attacker["id"]:
             raise RulesViolation("ally-attacker", (
                 f"{path}: {ally['name']} is the attacker; it cannot be drawn into the "
@@ -508,7 +516,7 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
             if ally["id"] not in defenses:
                 raise RulesViolation("ally-psionic", (
                     f"{ally['name']} is psionic: it joins by its own choice, with its own "
-                    f"defense in /defenses/{ally['id']} (imagination-swarm); a defender "
+                    f"defense in {defense_path} (imagination-swarm); a defender "
                     "draws in only non-psionic creatures"), combatant=ally["id"])
             d = dict(defenses[ally["id"]])
             mode_ally = tables["modes"].get(d.get("mode") or "", {})
@@ -516,14 +524,13 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
                 raise RulesViolation("ally-needs-imagination-swarm", (
                     f"{ally['name']} joins the combat only with a mode that draws allies in "
                     "(imagination-swarm)"), combatant=ally["id"])
-            sides.append(defend_side(tables, options, ally, d, f"/defenses/{ally['id']}",
-                                     "ally"))
+            sides.append(defend_side(tables, options, ally, d, defense_path, "ally"))
         else:
             if ally["id"] in defenses:
                 raise RulesViolation("ally-not-psionic", (
                     f"{ally['name']} is not psionic: it joins no psionic combat by its own "
                     "choice and has no defense mode; only a defender using "
-                    f"imagination-swarm draws it in (without /defenses/{ally['id']})"),
+                    f"imagination-swarm draws it in (without {defense_path})"),
                     combatant=ally["id"])
             if not principal_mode.get("draws_allies"):
                 others_draw = any(tables["modes"].get(side.mode or "", {}).get("draws_allies")
@@ -544,7 +551,7 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
                               drawn_in=True))
     for key in defenses:
         if all(s.id != key for s in sides[1:]):
-            raise InvalidInput.at(f"/defenses/{key}",
+            raise InvalidInput.at(pointer("/defenses", key),
                                   "not a further defender or ally of this exchange")
     total = sum(s.dice for s in sides)
     if total > MAX_DICE_PER_POOL and not secret_choices:

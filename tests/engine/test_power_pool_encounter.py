@@ -859,6 +859,20 @@ def test_places_are_translated_for_ids_of_any_text() -> None:
     assert rules.value.detail.startswith("/choice/defense/sacrifice: ")
 
 
+def test_places_are_translated_for_ids_holding_a_slash_or_a_tilde() -> None:
+    """The exchange request names a further defender's defense at ``/defenses/<id>``
+    with the id as one JSON Pointer token (``t~11`` for "t/1"); the encounter finds that
+    place all the same, and the refusal is at the choice's place."""
+    state = encounter(psionic("A", 4, 8), {**psionic("T"), "id": "t"},
+                      {**psionic("T1"), "id": "t/1"}, {**psionic("T2"), "id": "t~2"})
+    state = SYSTEM.encounter_declare(state, "a", {"attack": {
+        "mode": "psionic-wave", "target": "t", "targets": ["t/1", "t~2"]}})
+    for cid in ("t/1", "t~2"):
+        with pytest.raises(InvalidInput) as err:
+            SYSTEM.encounter_declare(state, cid, {"defense": {"mode": "warp"}})
+        assert [p.path for p in err.value.problems] == ["/choice/defense/mode"]
+
+
 def test_a_puppet_whose_controller_is_not_in_the_encounter_says_to_add_it() -> None:
     state = encounter(psionic("A", 2, 8), psionic("P", 1, 4, controlled_by="far", pool=0))
     with pytest.raises(RulesViolation) as err:

@@ -4851,12 +4851,16 @@ var Mindscape = Mindscape || (() => {
   // "attack multiplier", "/puppets/1/data/attribs/0/current" "Thrall's sheet", "/puppets/1"
   // "Thrall", "/combatants/<Fenka's combatant id>/controlled_by" "Fenka's controlled by";
   // `lead` puts "the" before a field of nobody's ("the attack multiplier").
+  // A member name holding "/" or "~" is written "~1" or "~0" in the path (RFC 6901), so
+  // it is split on "/" first and each part unescaped after, "~1" before "~0"; `places`
+  // are paths, matched as written.
   const fieldWords = (path, context, lead = '') => {
-    const segments = String(path).split('/').filter(Boolean);
+    const written = String(path).split('/').filter(Boolean);
+    const segments = written.map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'));
     let who = null;
     let rest = segments;
-    for (let n = segments.length; n > 0 && !who; n -= 1) {
-      const ref = context.places[`/${segments.slice(0, n).join('/')}`];
+    for (let n = written.length; n > 0 && !who; n -= 1) {
+      const ref = context.places[`/${written.slice(0, n).join('/')}`];
       if (ref) { who = fighterName(ref); rest = segments.slice(n); }
     }
     const words = [];

@@ -2176,6 +2176,20 @@ test('a declaration refused reads in the table\'s words: no error code, rule id,
   }
 });
 
+test('a refusal at a member whose name holds "/" or "~" reads that name as given: the path escapes them as ~1 and ~0 (RFC 6901), the GM\'s small print keeps the path as the companion wrote it', () => {
+  const ctx = encounterWithTwo();
+  ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi encounter declare --attack ego-whip --target ${ctx.tokens.fenka.id} --mult 2` });
+  const declare = lastRequest(ctx.sb);
+  // "a/b" and "c~1d" (its "~" written "~0", then "/" is no part of it) as members of the choice
+  const errors = [{ path: '/choice/attack/a~1b', message: 'not allowed here' },
+    { path: '/choice/attack/c~01d', message: 'not allowed here' }];
+  answer(ctx, declare.id, { jsonrpc: '2.0', id: declare.id, error: { code: -32602, message: 'Invalid params', data: { errors } } });
+  const alice = whispersTo(ctx.sb, 'Alice').at(-1);
+  assert.ok(alice.endsWith('<br>Attack a/b: not allowed here.<br>Attack c~1d: not allowed here.</div>'), alice);
+  assertPlainRefusal(alice);
+  assert.ok(whispersTo(ctx.sb, 'gm').at(-1).includes('companion: -32602 /choice/attack/a~1b /choice/attack/c~01d</span>'));
+});
+
 test('a 5003 with retry: false (the store\'s files deleted or replaced while the companion ran) says to restart mindscape serve; retry true or absent keeps the full-disk reason; the GM keeps the error id either way, and a player is pointed at no id he cannot see', () => {
   const ctx = encounterWithTwo();
   const refused = (data) => {

@@ -210,6 +210,20 @@ def schema_message(error: jsonschema.ValidationError) -> str:
     if branch_types and all(map(_of_other_type, branches)):
         # of no branch's type: the types there are, as for one schema of several types
         return f"{json_text(instance)} is not of type {' or '.join(map(json_text, branch_types))}"
+    # jsonschema writes the value these keywords name after the instance with Python's
+    # repr ('^[a-z]+$', 'b'): said again with JSON, as the instance is.
+    if error.validator == "pattern" and isinstance(value, str):
+        return f"{json_text(instance)} does not match {json_text(value, 200)}"
+    if error.validator is None and error.schema is False:
+        return f"{json_text(instance)} is not allowed here (the schema false allows nothing)"
+    if error.validator == "dependentRequired" and isinstance(value, dict) \
+            and isinstance(instance, dict):
+        needs = [(name, wanted) for name, names in value.items() if name in instance
+                 and isinstance(names, list)
+                 for wanted in names if wanted not in instance]
+        if needs:
+            name, wanted = needs[0]
+            return f"{json_text(wanted)} is required with {json_text(name)} (dependentRequired)"
     if error.validator in ("maxItems", "maxProperties") and isinstance(instance, list | dict):
         kind = "items" if isinstance(instance, list) else "members"
         return f"has {len(instance)} {kind}; at most {json_text(value)} are allowed " \

@@ -218,7 +218,8 @@ class Tables:
         wave_ids = sorted(b["id"] for b in self.wave["int_wis_bands"])
         for part in ("save", "effects"):
             if sorted(self.wave[part]) != wave_ids:
-                p.append(Problem(f"/tables/wave/{part}", f"needs exactly the bands {wave_ids}"))
+                p.append(Problem(f"/tables/wave/{part}",
+                                 f"needs exactly the bands {json_text(wave_ids, 200)}"))
         for band, effects in self.wave["effects"].items():
             tops = [e["max"] for e in effects]
             if tops != sorted(set(tops)) or tops[-1] != 100:

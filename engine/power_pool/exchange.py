@@ -194,9 +194,10 @@ def defend_side(tables: Mapping[str, Any], options: Mapping[str, Any], c: JSON,
                 f"{c['name']} is not psionic: a creature without a power pool uses no "
                 "defense modes (H-PP-NO-POOL)"), combatant=c["id"])
         if mode_id not in c["defenses"]:
+            known = json_text(list(c["defenses"]), 500)
             raise RulesViolation("mode-not-known",
-                                 f"{c['name']} does not know {mode_id} "
-                                 f"(knows {c['defenses']})", combatant=c["id"])
+                                 f"{c['name']} does not know {mode_id} (knows {known})",
+                                 combatant=c["id"])
     # At 0 hit points or fewer a creature is as unconscious (slain or dying): it rolls
     # nothing unless its mode works while unaware.
     unaware = unaware_of(tables, c) + (["down"] if is_down(c) else [])
@@ -385,9 +386,10 @@ def build_plan(tables: Mapping[str, Any], normalize: Normalizer,
                              f"{attacker['name']} is not psionically active",
                              combatant=attacker["id"])
     if mode_id not in attacker["attacks"]:
-        raise RulesViolation("mode-not-known", f"{attacker['name']} does not know {mode_id} "
-                                               f"(knows {attacker['attacks']})",
-                                               combatant=attacker["id"])
+        known = json_text(list(attacker["attacks"]), 500)
+        raise RulesViolation("mode-not-known",
+                             f"{attacker['name']} does not know {mode_id} (knows {known})",
+                             combatant=attacker["id"])
     why = unable_to_attack(tables, attacker, round_conditions=False)
     if why:
         raise RulesViolation("attacker-cannot-act", f"{attacker['name']} {why}",

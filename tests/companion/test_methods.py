@@ -285,6 +285,33 @@ async def test_exchange_the_rules_forbid_is_4001(rpc: Rpc) -> None:
     assert error["code"] == 4001 and set(error["data"]) == {"rule", "detail"}
 
 
+async def test_a_refusal_writes_the_modes_known_as_json(rpc: Rpc) -> None:
+    """STYLE.md: values in messages are JSON. power-pool's mode-not-known names the
+    modes the combatant knows as a JSON array (["blank-mind"]), not Python's list."""
+    duel = {"system": "power-pool",
+            "attacker": {"id": "a", "hit_dice": 3, "die": 6,
+                         "attacks": ["mental-stab", "psionic-wave"]},
+            "defender": {"id": "b", "hit_dice": 2, "die": 6, "defenses": ["blank-mind"]},
+            "attack": {"mode": "synaptic-overload"}, "seed": 1}
+    error = await rpc.error("exchange.resolve", duel)
+    assert (error["code"], error["data"]["rule"]) == (4001, "mode-not-known")
+    assert error["data"]["detail"].endswith('(knows ["mental-stab", "psionic-wave"])')
+    duel["attack"] = {"mode": "mental-stab"}
+    error = await rpc.error("exchange.resolve", {**duel, "defense": {"mode": "pinnacle-of-will"}})
+    assert (error["code"], error["data"]["rule"]) == (4001, "mode-not-known")
+    assert error["data"]["detail"].endswith('(knows ["blank-mind"])')
+
+
+async def test_a_pattern_refused_is_named_as_json(rpc: Rpc) -> None:
+    """A value refused by a schema's pattern: the value and the pattern as JSON strings,
+    in double quotes, not Python's 'x'."""
+    error = await rpc.error("exchange.odds", {"system": "revised-2e",
+                                              "assume_known": ["/defenders/01"]})
+    [problem] = [e for e in error["data"]["errors"] if e["path"] == "/assume_known/0"]
+    assert problem["message"].startswith('"/defenders/01" does not match "')
+    assert "'" not in problem["message"]
+
+
 async def test_die_value_outside_its_faces_is_32602(rpc: Rpc) -> None:
     params = {**EXCHANGE, "dice": {"attack": [21]}}
     error = await rpc.error("exchange.resolve", params)
@@ -780,7 +807,7 @@ async def test_only_combatant_members_are_read_as_sheets(rpc: Rpc) -> None:
     duel = {"system": "combat-strength",
             "attacker": {"id": "a", "attack_strength": 100, "defense_strength": 100},
             "defender": {"id": "b", "attack_strength": 50, "defense_strength": 50},
-            "attack": {"mode": "mind-thrust"}, "seed": 1}
+            "attack": {"mode": "synaptic-overload"}, "seed": 1}
     assert resolve.is_valid(duel)
     assert not resolve.is_valid({**duel, "stance": sheet})
     error = await rpc.error("exchange.resolve", {**duel, "stance": sheet})

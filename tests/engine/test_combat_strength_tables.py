@@ -7,6 +7,7 @@ hand (rows in the printed order); the engine reads only data/tables.json.
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -291,6 +292,18 @@ def test_a_broken_replacement_table_is_refused_with_its_path(breakage: Any, path
     with pytest.raises(InvalidInput) as err:
         CombatStrength(data)
     assert path in [p.path for p in err.value.problems]
+
+
+def test_a_wave_table_missing_a_band_names_the_bands_as_json() -> None:
+    """STYLE.md: values in messages are JSON: the bands table C needs are a JSON array
+    of strings (["..5", ...]), not Python's ['..5', ...]."""
+    data = copy.deepcopy(DATA)
+    data["wave"]["save"].pop("38+")
+    with pytest.raises(InvalidInput) as err:
+        CombatStrength(data)
+    [problem] = [p for p in err.value.problems if p.path == "/tables/wave/save"]
+    bands = sorted(b["id"] for b in DATA["wave"]["int_wis_bands"])
+    assert problem.message == f"needs exactly the bands {json.dumps(bands)}"
 
 
 @pytest.mark.parametrize("breakage,path,message", [

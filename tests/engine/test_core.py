@@ -579,6 +579,12 @@ def test_schema_messages_speak_json_for_every_keyword_and_stay_short() -> None:
     assert messages({"type": "object", "maxProperties": 1}, {"a": 1, "b": 2}) == [
         "has 2 members; at most 1 are allowed (maxProperties)"]
     assert messages({"maxLength": 3}, "abcd") == ['"abcd" is too long']
+    # the value a keyword names after the instance is JSON too, not Python's repr
+    assert messages({"pattern": "^[a-z]+$"}, "A") == ['"A" does not match "^[a-z]+$"']
+    assert messages({"properties": {"x": False}}, {"x": None}) == [
+        "null is not allowed here (the schema false allows nothing)"]
+    assert messages({"dependentRequired": {"a": ["b"]}}, {"a": 1}) == [
+        '"b" is required with "a" (dependentRequired)']
     modes = [f"mode-{i:02d}" for i in range(20)]
     [enum] = messages({"enum": modes}, "nope")
     assert enum.startswith('"nope" is not one of ["mode-00", ') and '"mode-15"' in enum

@@ -807,7 +807,7 @@ async def test_only_combatant_members_are_read_as_sheets(rpc: Rpc) -> None:
     duel = {"system": "combat-strength",
             "attacker": {"id": "a", "attack_strength": 100, "defense_strength": 100},
             "defender": {"id": "b", "attack_strength": 50, "defense_strength": 50},
-            "attack": {"mode": "synaptic-overload"}, "seed": 1}
+            "attack": {"mode": "mind-thrust"}, "seed": 1}
     assert resolve.is_valid(duel)
     assert not resolve.is_valid({**duel, "stance": sheet})
     error = await rpc.error("exchange.resolve", {**duel, "stance": sheet})

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint
 from typing import Any
 
+from engine.errors import json_text
 from engine.system import System
 
 from .registry import (
@@ -214,9 +215,9 @@ def _check_systems(plugin: Plugin, loaded: LoadedPlugins) -> None:
         if len(system_id) > MAX_SYSTEM_ID or not _SYSTEM_ID.fullmatch(system_id):
             # callers name it in params (at most 100 characters) and rpc.discover in
             # schema ids (a "#" there makes the document's schemas invalid)
-            raise PluginError(f"system id {system_id[:40]!r} must be kebab-case (lower-case "
-                              f"letters and digits joined by '-'), at most {MAX_SYSTEM_ID} "
-                              "characters")
+            raise PluginError(f"system id {json_text(system_id[:40], 300)} must be kebab-case "
+                              '(lower-case letters and digits joined by "-"), at most '
+                              f"{MAX_SYSTEM_ID} characters")
         for member in ("name", "source"):
             # shown by systems.list and the status page, which must not fail for it
             if not isinstance(getattr(system, member, None), str):

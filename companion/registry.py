@@ -33,7 +33,7 @@ from referencing import Registry
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
-from engine.errors import Problem, pointer
+from engine.errors import Problem, json_text, pointer
 from engine.schemacheck import Check, Validator, compile_check
 from engine.system import schema_problems
 
@@ -170,7 +170,7 @@ def _shape_problem(spec: Any) -> str | None:
     if not isinstance(spec, MethodSpec):
         return f"lists a {type(spec).__name__} among its methods, not a MethodSpec"
     if not isinstance(spec.name, str) or not METHOD_NAME.fullmatch(spec.name):
-        return f"method name {spec.name!r} is not of the form namespace.verb"
+        return f"method name {json_text(spec.name, 200)} is not of the form namespace.verb"
     name = spec.name
     if not inspect.iscoroutinefunction(spec.handler):
         return f"method {name}: the handler must be an async function"
@@ -215,7 +215,7 @@ def _reference_problem(schema: Mapping[str, Any]) -> str | None:
             try:
                 resolved = resolver.lookup(ref)
             except Unresolvable:
-                return f"has a $ref that resolves nowhere ({ref[:100]!r}; remote " \
+                return f"has a $ref that resolves nowhere ({json_text(ref[:100], 300)}; remote " \
                        "schemas are never fetched)"
             edges.append(id(resolved.contents))
             stack.append((resolved.contents, resolved.resolver))

@@ -196,6 +196,7 @@ class _NamedLikeAMethod:
     ("a.x", "lists a str among its methods, not a MethodSpec"),
     (_spec(name=_NamedLikeAMethod()),
      "method name _NamedLikeAMethod() is not of the form namespace.verb"),
+    (_spec(name="no_namespace"), 'method name "no_namespace" is not of the form namespace.verb'),
     (_spec(params={"type": "array"}), "method a.x: the params schema must describe an object"),
     (_spec(description=None), "method a.x: the description must be a string"),
     (_spec(result=[1]), "method a.x: the result schema must be an object (or None)"),
@@ -1062,7 +1063,7 @@ def test_a_ref_that_resolves_nowhere_is_named_by_its_first_100_characters() -> N
     ref = "#/$defs/" + "n" * 200
     schema = {"type": "object", "properties": {"x": {"$ref": ref}}}
     assert schema_problem(schema) == (
-        f"has a $ref that resolves nowhere ({ref[:100]!r}; remote schemas are never "
+        f'has a $ref that resolves nowhere ("{ref[:100]}"; remote schemas are never '
         "fetched)")
 
 
@@ -1649,19 +1650,19 @@ def test_a_system_whose_id_is_missing_or_empty_is_said_to_have_none(
 
 
 @pytest.mark.parametrize(("system_id", "shown"), [
-    ("Coin-Duel", "'Coin-Duel'"),
-    ("d" * 101, repr("d" * 40))], ids=["upper-case", "too-long"])
+    ("Coin-Duel", '"Coin-Duel"'),
+    ("d" * 101, '"' + "d" * 40 + '"')], ids=["upper-case", "too-long"])
 def test_a_system_id_that_is_no_kebab_case_is_quoted_by_its_first_40_characters(
         system_id: str, shown: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """docs/PLUGINS.md: a system id is kebab-case (lower-case letters and digits) of at
-    most 100 characters; the report quotes at most 40 of a wrong one."""
+    most 100 characters; the report quotes at most 40 of a wrong one, as a JSON string."""
     class WrongId(CoinDuel):
         id = system_id
 
     plugin = Plugin(name="wrong-id", version="1", systems=(WrongId(),))
     [report] = load_plugins([_entry_point_to(plugin, monkeypatch)], CORE).reports
     assert report.error == (f"system id {shown} must be kebab-case (lower-case letters and "
-                            "digits joined by '-'), at most 100 characters")
+                            'digits joined by "-"), at most 100 characters')
 
 
 @pytest.mark.parametrize("raised", [RuntimeError("secret"),

@@ -1206,7 +1206,7 @@ async def test_status_page_shows_markup_from_plugins_and_clients_as_text(
                   "<small>(&lt;b&gt;The Book&lt;/b&gt;)</small>",
                   "<b>&lt;em&gt;markup&lt;/em&gt;</b> &lt;s&gt;1&lt;/s&gt;",
                   "<b>&lt;u&gt;markup-id&lt;/u&gt;</b>  — <span class=err>skipped: system id "
-                  "&#x27;&lt;script&gt;alert(1)&lt;/script&gt;&#x27; must be kebab-case",
+                  "&quot;&lt;script&gt;alert(1)&lt;/script&gt;&quot; must be kebab-case",
                   "(&lt;u&gt;agent&lt;/u&gt;): 1 call(s)"):
         assert shown in page, shown
     assert not re.search(r"<i>Markup|<(em|s|u|script)>", page)

@@ -21,8 +21,9 @@ root, gets no predicate, and jsonschema alone decides (so does a schema nested d
 than Python compiles the source). Each keyword follows the
 specification's semantics exactly (a keyword applies only to instances of its type;
 ``1.0`` is an integer; ``true`` is not a number; ``1`` is not ``true`` in an ``enum``;
-``pattern`` is Python's ``re.search``, as in jsonschema);
-``tests/engine/test_schemacheck.py`` checks the predicates against jsonschema on
+``pattern`` is Python's ``re.search``, as in jsonschema, but with ``$`` the end of the
+string only, as in ECMA-262: ``ecma_pattern``);
+``tests/engine/test_schemacheck.py`` checks the predicates against ``Validator`` on
 generated values.
 
 ``Validator`` is the jsonschema class every check uses (the engine's, the daemon's for
@@ -33,7 +34,9 @@ can send one of 1 MiB) costs time in proportion to its size, and little of it:
 2000 objects took 10 s, 8000 over four minutes); an array over its ``maxItems`` (an object
 over its ``maxProperties``) reported by its size alone, without the keywords that look
 at each item (member); a string over its ``maxLength`` reported without its
-``pattern`` (which may backtrack); ``items`` and ``additionalProperties`` entering only
+``pattern`` (which may backtrack); ``pattern`` reading ``$`` as ECMA-262 does (the end
+of the string, never before a final newline: ``ecma_pattern``; ``patternProperties``
+is left as jsonschema reads it); ``items`` and ``additionalProperties`` entering only
 the items (members) that the quick yes of their subschema does not pass.
 ``first_errors`` takes at most ``MAX_ERRORS`` of its errors.
 """
@@ -64,6 +67,44 @@ _ROOT_ONLY = frozenset({"$schema", "$id"})
 
 class Unsupported(Exception):
     """The schema uses a keyword this compiler does not handle."""
+
+
+def _ecma_source(pattern: str) -> str:
+    """``pattern`` with each ``$`` that is an anchor written ``\\Z``: a JSON Schema
+    pattern is an ECMA-262 regex, whose ``$`` (without the multiline flag) matches at
+    the end of the string only, where Python's also matches before a final newline
+    (``^[a-z]+$`` would take ``"abc\\n"``). A ``$`` escaped, or inside a character
+    class, is the character itself and stays."""
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            # Python reads a "]" first in the class ("[]a]", "[^]a]") as the character
+            start = i + 2 if pattern.startswith("[^", i) else i + 1
+            if pattern.startswith("]", start):
+                out.append(pattern[i:start + 1])
+                i = start + 1
+                continue
+        elif char == "$":
+            char = r"\Z"
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=1024)
+def ecma_pattern(pattern: str) -> re.Pattern[str]:
+    """``pattern`` (a JSON Schema ``pattern``) compiled for ``search`` with ECMA-262's
+    ``$`` (``_ecma_source``); ``re.error`` if Python cannot compile it."""
+    return re.compile(_ecma_source(pattern))
 
 
 def _is_number(value: Any) -> bool:
@@ -211,9 +252,10 @@ class _Context:
         if lengths := self.outside(schema, "minLength", "maxLength", f"len({v})"):
             out += when(("string",), f"isinstance({v}, str)", [f"if {lengths}: return False"])
         if "pattern" in schema:
-            # As jsonschema does it: Python's ``re.search`` (anywhere in the string).
+            # As ``_pattern`` does it: ``re.search`` (anywhere in the string), ``$``
+            # the end of the string only, as ECMA-262 reads it.
             try:
-                search = self.constant(re.compile(schema["pattern"]).search)
+                search = self.constant(ecma_pattern(schema["pattern"]).search)
             except (re.error, TypeError):
                 raise Unsupported(f"pattern {schema['pattern']!r}") from None
             out += when(("string",), f"isinstance({v}, str)",
@@ -475,7 +517,12 @@ def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any
     if isinstance(instance, str) and isinstance(limit, int | float) \
             and not isinstance(limit, bool) and len(instance) > limit:
         return None
-    return _DRAFT["pattern"](validator, pattern, instance, schema)
+    if isinstance(instance, str) and isinstance(pattern, str) \
+            and not ecma_pattern(pattern).search(instance):
+        # jsonschema's own message (its ``re.search`` lets ``$`` match before a final
+        # newline: ECMA-262's does not, nor does this one's)
+        return iter([jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")])
+    return None
 
 
 def _bounded_keywords() -> dict[str, _Keyword]:

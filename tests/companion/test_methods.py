@@ -155,13 +155,17 @@ async def test_unknown_system_is_invalid_params_at_system(rpc: Rpc) -> None:
     ("combatants.rest", {"system": "revised-2e", "combatants": []}, "/combatants",
      "should be non-empty"),
     ("exchange.odds", {"system": "revised-2e", "assume_known": ["/defenders/01"]},
+     "/assume_known/0", "does not match"),
+    # a pattern's "$" is the end of the string (ECMA-262), not before a final newline
+    ("exchange.odds", {"system": "revised-2e", "assume_known": ["/defender\n"]},
      "/assume_known/0", "does not match")])
 async def test_params_outside_the_shared_schemas_are_invalid_at_their_place(
         rpc: Rpc, method: str, params: dict[str, Any], path: str, said: str) -> None:
     """companion/schemas.py: no params where none are taken; a system or encounter id of
     1 to 100 characters, a combatant id of at most 200, a revision from 0, a seed within
     64 bits, someone whose round ends or who rests, an index in a pointer of
-    assume_known written as JSON Pointer writes it; checked before the method runs."""
+    assume_known written as JSON Pointer writes it (nothing after it, a final newline
+    neither); checked before the method runs."""
     error = await rpc.error(method, params)
     assert error["code"] == -32602
     assert any(e["path"] == path and said in e["message"] for e in error["data"]["errors"])

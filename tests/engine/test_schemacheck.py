@@ -79,7 +79,7 @@ def test_each_keyword_is_judged_as_jsonschema_judges_it(schema: dict[str, Any],
     check = compile_check(schema)
     assert check is not None
     value = data.draw(values(["a", "b", "dice", "seed"]))
-    validator = VALIDATORS.setdefault(repr(schema), Draft202012Validator(schema))
+    validator = VALIDATORS.setdefault(repr(schema), Validator(schema))
     assert check(value) == validator.is_valid(value)
 
 
@@ -249,7 +249,7 @@ def test_every_system_schema_is_judged_as_jsonschema_judges_it(
     keys = property_names(schema)
     value = data.draw(st.one_of(
         values(keys), st.fixed_dictionaries({}, optional={k: values(keys) for k in keys})))
-    validator = VALIDATORS.setdefault(f"{system_id}/{which}", Draft202012Validator(schema))
+    validator = VALIDATORS.setdefault(f"{system_id}/{which}", Validator(schema))
     assert check(value) == validator.is_valid(value)
 
 
@@ -290,7 +290,7 @@ def test_changed_tables_are_judged_as_jsonschema_judges_them(package: str,
         del parent[key]
     elif key is not None:
         parent[key] = data.draw(values(["id", "name", "min", "max", "sides"]))
-    validator = VALIDATORS.setdefault(package, Draft202012Validator(schema))
+    validator = VALIDATORS.setdefault(package, Validator(schema))
     assert check(changed) == validator.is_valid(changed)
 
 
@@ -329,3 +329,57 @@ def test_a_subschema_too_deep_to_compile_inside_a_walk_is_left_to_jsonschema() -
     assert list(Validator(schema).iter_errors({})) == []
     assert [e.message for e in Validator(schema).iter_errors([])] == [
         "[] is not of type 'object'"]
+
+
+@pytest.mark.parametrize("pattern,value,valid", [
+    # ECMA-262 (JSON Schema's regex dialect): "$" is the end of the string only, where
+    # Python's re also matches before a final newline
+    ("^[A-Z]$", "A", True), ("^[A-Z]$", "A\n", False),
+    ("^[a-z0-9]+(-[a-z0-9]+)*$", "mind-thrust\n", False),
+    ("x(a|$)", "x", True), ("x(a|$)", "x\n", False),
+    # a "$" escaped, or in a character class, is the character: it stays one
+    (r"^a\$$", "a$", True), (r"^a\$$", "a$\n", False),
+    ("^[$]$", "$", True), ("^[$]$", "$\n", False),
+    (r"^a\\$", "a\\", True), (r"^a\\$", "a\\\n", False),
+])
+def test_a_pattern_s_dollar_is_the_end_of_the_string_as_in_ecma_262(
+        pattern: str, value: str, valid: bool) -> None:
+    """JSON Schema 2020-12 §6.3.3: a pattern is an ECMA-262 regular expression; its "$"
+    (without the multiline flag) matches at the end of the input only. The quick yes,
+    the full validator and the problems they report all say so (a plugin's schema too:
+    every schema goes through this module)."""
+    schema = {"type": "string", "pattern": pattern}
+    check = compile_check(schema)
+    assert check is not None
+    validator = QuickValidator(schema)
+    assert (check(value), Validator(schema).is_valid(value), validator.is_valid(value)) == (
+        valid, valid, valid)
+    assert [e.validator for e in validator.iter_errors(value)] == ([] if valid else ["pattern"])
+
+
+def test_every_pattern_of_the_built_in_schemas_refuses_a_final_newline() -> None:
+    """Each built-in table's pattern (engine/*/data/tables.schema.json) refuses a value
+    it takes once a newline follows it, as a JavaScript client's check does."""
+    taken = {"^[A-Z]$": "A", "^[a-z][a-z0-9-]*$": "mind-thrust",
+             "^[a-z][a-z0-9]*(-[a-z0-9]+)*$": "mental-stab",
+             "^[a-z0-9]+(-[a-z0-9]+)*$": "ego-whip"}
+    found: set[str] = set()
+    for package in ("engine.combat_strength", "engine.power_pool", "engine.revised_2e"):
+        text = (resources.files(package) / "data" / "tables.schema.json").read_text("utf-8")
+        found |= set(_patterns(json.loads(text)))
+    assert found == set(taken)
+    for pattern, value in taken.items():
+        check = compile_check({"type": "string", "pattern": pattern})
+        assert check is not None and check(value) and not check(value + "\n")
+        assert Validator({"pattern": pattern}).is_valid(value)
+        assert not Validator({"pattern": pattern}).is_valid(value + "\n")
+
+
+def _patterns(schema: Any) -> list[str]:
+    """Every ``pattern`` in ``schema``, at any depth."""
+    if isinstance(schema, dict):
+        own = [schema["pattern"]] if isinstance(schema.get("pattern"), str) else []
+        return own + [p for v in schema.values() for p in _patterns(v)]
+    if isinstance(schema, list):
+        return [p for v in schema for p in _patterns(v)]
+    return []

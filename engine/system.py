@@ -11,6 +11,7 @@ verbatim after every step). ``encounter_view`` must never reveal a pending choic
 from __future__ import annotations
 
 import inspect
+import re
 import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -196,7 +197,12 @@ def schema_message(error: jsonschema.ValidationError) -> str:
     if error.validator == "additionalProperties" and isinstance(instance, dict) \
             and value is False:
         known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
-        extra = [name for name in instance if name not in known]
+        patterns = error.schema.get("patternProperties", {}) \
+            if isinstance(error.schema, dict) else {}
+        # a name a patternProperties pattern matches is not extra (searched with re, as
+        # jsonschema does)
+        extra = [name for name in instance if name not in known
+                 and not any(re.search(p, name) for p in patterns)]
         return f"unexpected member(s) {json_text(extra, 200)}: not allowed here"
     if error.validator == "not":
         return f"must not match the schema {json_text(value, 200)}"
@@ -224,6 +230,11 @@ def schema_message(error: jsonschema.ValidationError) -> str:
         if needs:
             name, wanted = needs[0]
             return f"{json_text(wanted)} is required with {json_text(name)} (dependentRequired)"
+    if error.validator == "items" and value is False and isinstance(instance, list) \
+            and isinstance(error.schema, dict):
+        allowed = len(error.schema.get("prefixItems", ()))
+        return f"has {len(instance)} items; at most {allowed} are allowed (prefixItems, " \
+               "then items false)"
     if error.validator in ("maxItems", "maxProperties") and isinstance(instance, list | dict):
         kind = "items" if isinstance(instance, list) else "members"
         return f"has {len(instance)} {kind}; at most {json_text(value)} are allowed " \

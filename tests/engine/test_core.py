@@ -585,6 +585,11 @@ def test_schema_messages_speak_json_for_every_keyword_and_stay_short() -> None:
         "null is not allowed here (the schema false allows nothing)"]
     assert messages({"dependentRequired": {"a": ["b"]}}, {"a": 1}) == [
         '"b" is required with "a" (dependentRequired)']
+    # a member a patternProperties pattern matches is not unexpected
+    assert messages({"patternProperties": {"^x-": {}}, "additionalProperties": False},
+                    {"x-a": 1, "b": 2}) == ['unexpected member(s) ["b"]: not allowed here']
+    assert messages({"prefixItems": [{}], "items": False}, [1, "x"]) == [
+        "has 2 items; at most 1 are allowed (prefixItems, then items false)"]
     modes = [f"mode-{i:02d}" for i in range(20)]
     [enum] = messages({"enum": modes}, "nope")
     assert enum.startswith('"nope" is not one of ["mode-00", ') and '"mode-15"' in enum

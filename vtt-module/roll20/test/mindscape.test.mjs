@@ -1282,7 +1282,7 @@ test('odds refused for a mind the attack would strike tell a player who does not
   assert.doesNotMatch(toAlice, /holds 1|3 PSPs|not-enough/);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Fenka needs 3 PSPs for Mind Blank but holds 1\..*companion: 4001 not-enough-psp-for-defense/);
   // A refusal naming Fenka (power-pool's list of the defenses it knows) is hidden alike.
-  oddsRefused(ALICE, { rule: 'mode-not-known', detail: "Fenka does not know blank-mind (knows ['pinnacle-of-will'])", combatant: ctx.fenka.id });
+  oddsRefused(ALICE, { rule: 'mode-not-known', detail: "Fenka does not know blank-mind (knows [\"pinnacle-of-will\"])", combatant: ctx.fenka.id });
   assert.doesNotMatch(whispersTo(ctx.sb, 'Alice').at(-1), /pinnacle|knows/);
   // Her own attacker's refusal is hers to read, and the GM's asking reads everything.
   oddsRefused(ALICE, { rule: 'not-enough-psp', detail: 'Ulcen of Tyr declares 9 PSPs of ego-whip but holds 4' });
@@ -6808,7 +6808,7 @@ test('power-pool: a refused defense is chosen again also when the GM settled it 
   ctx.sb.chat({ playerid: ALICE, selected: [ctx.tokens.ulcen.id], content: `!psi attack --target ${ctx.tokens.fenka.id} --mode mental-stab` });
   const xid = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
   ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode blank-mind` });
-  refusal(ctx, lastRequest(ctx.sb), 'mode-not-known', "Fenka does not know blank-mind (knows ['imagination-swarm'])");
+  refusal(ctx, lastRequest(ctx.sb), 'mode-not-known', "Fenka does not know blank-mind (knows [\"imagination-swarm\"])");
   assert.match(whispersTo(ctx.sb, 'Bob').at(-2), /<b>Fenka<\/b> does not know Blank Mind\.<br>Nothing was written to any sheet, and the attack of Ulcen of Tyr still waits: Fenka chooses the defense again\./);
   const alice = whispersTo(ctx.sb, 'Alice').at(-1);
   assert.match(alice, /The defense chosen against your attack could not be used, so Fenka chooses again\. Nothing was written to any sheet\./);
@@ -6829,7 +6829,7 @@ test('power-pool: other refusals still lose the attack: the attacker\'s own mode
     return lastRequest(ctx.sb);
   };
   // mode-not-known about the attack mode: no other defense mends it.
-  refusal(ctx, defendWith('imagination-swarm'), 'mode-not-known', "Ogre does not know mental-stab (knows ['psionic-wave'])");
+  refusal(ctx, defendWith('imagination-swarm'), 'mode-not-known', "Ogre does not know mental-stab (knows [\"psionic-wave\"])");
   // Modes by their labels, the list the companion gives as one: no ids, no brackets.
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Refused: Mental Stab: Ogre vs\. Fenka<\/b><br>Ogre does not know Mental Stab \(knows Psionic Wave\)\.<br>.*companion: 4001 mode-not-known</);
   // The modes Ogre knows are the GM's secret: Bob learns only that the exchange failed.
@@ -6992,7 +6992,7 @@ test('power-pool waves: a defense the companion refuses starts every mind\'s cho
   ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${again} --for ${ctx.fenka.id} --mode none` });
   const second = lastRequest(ctx.sb);
   assert.equal(second.body.params.allies, undefined);
-  refusal(ctx, second, 'mode-not-known', "Ulcen of Tyr does not know pinnacle-of-will (knows ['blank-mind'])");
+  refusal(ctx, second, 'mode-not-known', "Ulcen of Tyr does not know pinnacle-of-will (knows [\"blank-mind\"])");
   assert.match(whispersTo(ctx.sb, 'Alice').at(-2), /<b>Ulcen of Tyr<\/b> does not know Pinnacle of Will\./);
   assert.match(whispersTo(ctx.sb, 'Bob').at(-2), /A defense chosen against this attack could not be used/);
   const third = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
@@ -7245,7 +7245,7 @@ test('power-pool !psi join in a psionic wave that strikes a mind of the attackin
   const req = lastRequest(ctx.sb);
   assert.deepEqual(req.body.params.allies.map(refOf), [ctx.sprite.id], 'Sprite goes with the group');
   // The companion refuses Fenka's choice: every mind chooses again; Sprite stays joined.
-  refusal(ctx, req, 'mode-not-known', "Fenka does not know mind-blank (knows ['imagination-swarm'])", ctx.fenka.id);
+  refusal(ctx, req, 'mode-not-known', "Fenka does not know mind-blank (knows [\"imagination-swarm\"])", ctx.fenka.id);
   const again = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
   assert.notEqual(again, ctx.xid);
   assert.deepEqual(joinedAgain(ctx), [[ctx.sprite.id]]);
@@ -7322,7 +7322,7 @@ test('power-pool: after a refused defense, the attacking player whose own creatu
   ctx.sb.chat({ playerid: CAROL, selected: [ctx.tokens.sprite.id], content: `!psi join --req ${xid}` });
   assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /<b>Sprite<\/b> joins the defense of Fenka/);
   ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${xid} --mode blank-mind` });
-  refusal(ctx, lastRequest(ctx.sb), 'mode-not-known', "Fenka does not know blank-mind (knows ['imagination-swarm'])", ctx.fenka.id);
+  refusal(ctx, lastRequest(ctx.sb), 'mode-not-known', "Fenka does not know blank-mind (knows [\"imagination-swarm\"])", ctx.fenka.id);
   const again = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
   assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /Joined: Seer, Sprite\./);
   assert.match(toCarol(ctx).at(-1), /Still joined: Seer, Sprite/);
@@ -7349,7 +7349,7 @@ test('power-pool !psi join and a refused defense: a refusal about the creature t
   // defender keeps it joined, and its player is told that it is still in.
   join(ctx, ALICE, ctx.tokens.seer, again);
   ctx.sb.chat({ playerid: BOB, content: `!psi defend --req ${again} --mode blank-mind` });
-  refusal(ctx, lastRequest(ctx.sb), 'mode-not-known', "Fenka does not know blank-mind (knows ['imagination-swarm'])");
+  refusal(ctx, lastRequest(ctx.sb), 'mode-not-known', "Fenka does not know blank-mind (knows [\"imagination-swarm\"])");
   const third = reqOf(whispersTo(ctx.sb, 'Bob').at(-1));
   assert.match(whispersTo(ctx.sb, 'Bob').at(-1), /before the defense is chosen\. Joined: Seer\./);
   assert.match(whispersTo(ctx.sb, 'Alice').at(-1), new RegExp('A defense chosen against this attack could not be used \\(the GM has been told why\\)\\. Nothing was written to any sheet, and the attack of Ogre still waits: '
@@ -7480,7 +7480,7 @@ test('power-pool: a refusal about one of several creatures of one name (five Gob
   assert.match(whispersTo(ctx.sb, 'Alice').at(-1), /The companion reads <b>Goblin<\/b> as non-psionic: it cannot join a defense by its own choice .* It is left out/);
   // A mode the attacking Goblin does not know is no defense's fault, whatever the names.
   const fourth = goblinJoinsAndGmDefends(ctx, third, 'none');
-  refusal(ctx, fourth, 'mode-not-known', "Goblin does not know mental-stab (knows ['mind-thrust'])", g1.id);
+  refusal(ctx, fourth, 'mode-not-known', "Goblin does not know mental-stab (knows [\"mind-thrust\"])", g1.id);
   assert.match(whispersTo(ctx.sb, 'gm').at(-1), /Refused: Mental Stab: Goblin vs\. Goblin<\/b><br>Goblin does not know Mental Stab \(knows Mind Thrust\)\.<br>.*companion: 4001 mode-not-known</);
   assert.deepEqual(plain(ctx.sb.state.Mindscape.exchanges), {});
 });

@@ -107,7 +107,9 @@ def combatant_schema(tables: Tables) -> JSON:
                            "items": {"type": "string", "minLength": 1, "maxLength": 40}},
             "condition_rounds": {"type": "object",
                                  "additionalProperties": {"type": "integer", "minimum": 0,
-                                                          "maximum": 100_000}},
+                                                          "maximum": 100_000},
+                                 "description": "more rounds a condition lasts after this "
+                                                "one; every key must be among conditions"},
             "hp": {"type": "integer", "minimum": -1_000_000, "maximum": 1_000_000,
                    "description": "hit points, lowered by psionic blast and psychic crush "
                                   "on an open mind"},
@@ -223,6 +225,14 @@ class Normaliser:
                 and opened_by not in causes:
             bad("mind/opened_by", f"a {kind} mind is not opened by {json_text(opened_by)}: "
                                   f"it opens by {' or '.join(causes)} (RULES.md §1.1)")
+        conditions = c.get("conditions", ())
+        for condition in c.get("condition_rounds", {}):
+            # as combat-strength and power-pool: rounds left on a condition the creature
+            # does not have would count down nothing, and hide a sheet's stale state
+            if condition not in conditions:
+                token = condition.replace("~", "~0").replace("/", "~1")
+                bad(f"condition_rounds/{token}",
+                    f"{json_text(condition)} is not among the conditions")
         if problems:
             raise InvalidCombatant(problems)
         if not mac_given:

@@ -230,6 +230,24 @@ def test_a_name_with_no_letter_or_digit_makes_the_id_combatant() -> None:
     assert (first, second) == ("combatant", "combatant-2")
 
 
+def test_rounds_left_on_a_condition_the_combatant_does_not_have_are_refused() -> None:
+    """docs/COMBATANTS.md: every key of ``condition_rounds`` must be among ``conditions``,
+    as combat-strength and power-pool have it (the same path and words as power-pool's
+    refusal); a key is one JSON Pointer token of the path (RFC 6901). Rounds on a
+    condition it has, and a condition with no rounds, are taken."""
+    with pytest.raises(InvalidCombatant) as err:
+        SYSTEM.combatant({"id": "guard", "conditions": ["dazed"],
+                          "condition_rounds": {"dazed": 1, "stunned": 2, "a/b~c": 1}},
+                         "/defender")
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        ("/defender/condition_rounds/stunned", '"stunned" is not among the conditions'),
+        ("/defender/condition_rounds/a~1b~0c", '"a/b~c" is not among the conditions')]
+    kept = SYSTEM.combatant({"id": "guard", "conditions": ["dazed", "stunned"],
+                             "condition_rounds": {"stunned": 2}})
+    assert (kept["conditions"], kept["condition_rounds"]) == (["dazed", "stunned"],
+                                                             {"stunned": 2})
+
+
 @pytest.mark.parametrize(("raw", "cause", "causes"), [
     ({"id": "guard"}, "zero-psp", "attack"),
     ({"id": "guard"}, "critical", "attack"),

@@ -239,7 +239,7 @@ FIELDS: Final[dict[str, dict[str, FieldType]]] = {
         "mthac0": FieldType("int", -100, 100),
         "int": _SCORE, "wis": _SCORE, "con": _SCORE,
         "mac": FieldType("int", -10, 10),
-        "mental_armor": FieldType("int", 0, 100),
+        "mental_armor": FieldType("int", 0, 20),
         "save_paralyzation": FieldType("int", 1, 20),
         "attacks": _MODES_A, "defenses": _MODES_D,
         "mind": FieldType("object"),

@@ -812,6 +812,31 @@ def test_a_store_ability_score_takes_the_range_the_system_s_combatant_takes() ->
     assert err.value.problems[0].message == "must be at least 1, got 0"
 
 
+def test_a_store_number_the_adapters_take_is_one_the_system_s_combatant_takes() -> None:
+    """docs/ADAPTERS.md: the store holds the combatant's own fields, so a whole number the
+    adapters take there is within the bounds of that field in the system's combatant
+    schema (COMBATANTS.md). The store took a Mental Armor of 0-100 where the combatant
+    takes 0-20, so 21 passed the adapter and was refused by the engine instead; now the
+    adapter refuses it at the attribute, in its own words, and takes 20."""
+    for system in FIELDS:
+        schema = builtin_systems()[system].combatant_schema()["properties"]
+        for name, ftype in FIELDS[system].items():
+            if ftype.kind != "int":
+                continue
+            lo, hi = schema[name].get("minimum"), schema[name].get("maximum")
+            assert lo is None or (ftype.lo is not None and ftype.lo >= lo), (system, name)
+            assert hi is None or (ftype.hi is not None and ftype.hi <= hi), (system, name)
+    ulcen = load("roll20/adnd2e-revised-ulcen.handmade.json")
+    ulcen["attribs"].append({"name": "psi_mental_armor", "current": "20", "max": ""})
+    taken = SHEET.import_(ulcen, "revised-2e").combatant
+    assert REVISED.combatant(taken)["mental_armor"] == 20
+    ulcen["attribs"][-1]["current"] = "21"
+    with pytest.raises(InvalidInput) as err:
+        SHEET.import_(ulcen, "revised-2e")
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        (f"/attribs/{len(ulcen['attribs']) - 1}/current", "must be at most 20, got 21")]
+
+
 def test_a_sheet_ability_score_of_25_is_read_without_a_warning() -> None:
     """docs/ADAPTERS.md: only scores "above 25 are used as 25" with a warning; 25 is
     the tables' own top score."""

@@ -775,6 +775,13 @@ class Ose(FoundryAdapter):
         save_value = to_int(save, save_path, 0, 100)
         if save_value is not None and 1 <= save_value <= 20:
             draft.put("save_paralyzation", save_value, Binding("", writable=False))
+        elif save_value:
+            # 0 is the template's unset value: only a save set outside the d20's range
+            # is worth a word (withdrawn when the store sets the save)
+            draft.warn_for("save_paralyzation", (
+                f"save vs. paralyzation {save_value} in system.saves.paralysis.value is not "
+                "1 to 20; ignored, the engine derives the save from the class group and "
+                f"level ({draft.store('save_paralyzation')} sets it)"))
         if draft.system == "revised-2e":
             if npc:
                 draft.put("class_group", "monster")

@@ -1501,6 +1501,31 @@ def test_a_save_vs_paralyzation_of_20_is_read_and_one_past_it_is_not() -> None:
     assert err.value.problems[0].path == "/system/saves/paralyzation/value"
 
 
+def test_an_ose_save_vs_paralyzation_outside_1_to_20_is_ignored_with_a_warning() -> None:
+    """docs/ADAPTERS.md (foundry.ose): a save set outside 1–20 is left to the engine, as
+    the template's unset 0 is, but unlike 0 it was set: the GM is told where it is and
+    why it is not read, as the adapters say of other sheet values they drop; the store's
+    own save withdraws the warning, as nothing is then derived."""
+    ose = template_actor("foundry/ose/template.json", "character", "oseChar000000001", "A")
+    ose["system"]["saves"]["paralysis"]["value"] = 21
+    got = OSE.import_(ose, "revised-2e")
+    assert "save_paralyzation" not in got.combatant
+    said = [w for w in got.warnings if "system.saves.paralysis.value" in w]
+    assert said == ["save vs. paralyzation 21 in system.saves.paralysis.value is not 1 to "
+                    "20; ignored, the engine derives the save from the class group and "
+                    "level (flags.mindscape.revised-2e.save_paralyzation sets it)"]
+    for value in (0, 20):
+        ose["system"]["saves"]["paralysis"]["value"] = value
+        assert not any("paralysis" in w for w in OSE.import_(ose, "revised-2e").warnings)
+    ose["system"]["saves"]["paralysis"]["value"] = 21
+    ose["flags"] = {"mindscape": {"revised-2e": {"save_paralyzation": 12}}}
+    stored = OSE.import_(ose, "revised-2e")
+    assert stored.combatant["save_paralyzation"] == 12
+    assert not any("paralysis" in w for w in stored.warnings)
+    # combat-strength and power-pool have no such save: nothing to say
+    assert not any("paralysis" in w for w in OSE.import_(ose, "power-pool").warnings)
+
+
 def test_a_bad_class_identifier_is_reported_where_it_is() -> None:
     data = zanna()
     index = next(i for i, item in enumerate(data["items"]) if item["type"] == "class")

@@ -1382,6 +1382,17 @@ def test_a_character_with_neither_id_nor_name_is_called_character() -> None:
     assert "the character has no name; using its id character" in got.warnings
 
 
+def test_a_character_without_an_id_named_by_marks_alone_is_called_character() -> None:
+    """docs/ADAPTERS.md: an export without an id whose name has no letter or digit gets
+    "character"; a name of combining marks alone (no letter for them to sit on) has
+    none, and made an id of those marks, which a chat card or a command shows as
+    nothing."""
+    flat = {"schema_version": 1, "name": "\u0301\u0308", "attribs": ulcen()["attribs"]}
+    got = SHEET.import_(flat, "revised-2e")
+    assert (got.combatant["id"], got.combatant["name"]) == ("character", "\u0301\u0308")
+    assert any('using "character"' in w for w in got.warnings)
+
+
 def test_an_attribute_with_an_empty_name_is_refused_at_its_place() -> None:
     data = ulcen()
     data["attribs"].append({"name": "", "current": "3", "max": ""})

@@ -53,6 +53,22 @@ def test_an_id_made_from_a_name_keeps_letters_of_any_script(name: str, made: str
     assert slug(name) == made
 
 
+@pytest.mark.parametrize("name", ["\u0301", "\u0301\u0308\u20dd", "- \u0301 -", "\u093f"])
+def test_a_name_of_marks_alone_makes_no_id_as_one_with_no_letter_or_digit(name: str) -> None:
+    """docs/COMBATANTS.md: "a name with no letter or digit makes ``combatant`` in
+    revised-2e and power-pool, and is −32602 at ``name`` in combat-strength". Combining
+    marks (an acute, a diaeresis, an enclosing circle, a Devanagari vowel sign) with no
+    letter to sit on are no letter: they made an id of those marks, which shows as
+    nothing or stacks on what a chat card prints before it. A mark on a letter is kept."""
+    assert slug(name) == ""
+    assert REVISED.combatant({"name": name})["id"] == "combatant"
+    assert POWER_POOL.combatant({"name": name, "hit_dice": 1, "die": 4})["id"] == "combatant"
+    with pytest.raises(InvalidInput) as err:
+        COMBAT_STRENGTH.combatant({"name": name})
+    assert [p.path for p in err.value.problems] == ["/name"]
+    assert slug("e\u0301") == "é" and slug("\u0915\u093f") == "\u0915\u093f"
+
+
 @pytest.mark.parametrize("system,make,attack", SYSTEMS)
 @pytest.mark.parametrize("first,second", [("Zoë", "Zoé"), ("影", "霧")])
 def test_two_names_in_other_scripts_make_two_ids_in_an_exchange(

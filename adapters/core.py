@@ -221,7 +221,8 @@ class FieldType:
     modes: str = ""  # "attacks" or "defenses" for kind "modes"
 
 
-_INT0 = FieldType("int", 0, 10_000)
+# PSPs and combat strengths: the combatants' own 0-100000 (MAX_PSP, the strengths' schema)
+_INT0 = FieldType("int", 0, 100_000)
 _SCORE = FieldType("int", 1, 25)
 _HP = FieldType("int", -10_000, 1_000_000)
 _MODES_A = FieldType("modes", modes="attacks")

@@ -837,6 +837,25 @@ def test_a_store_number_the_adapters_take_is_one_the_system_s_combatant_takes() 
         (f"/attribs/{len(ulcen['attribs']) - 1}/current", "must be at most 20, got 21")]
 
 
+def test_store_psps_and_strengths_take_the_combatant_s_100000() -> None:
+    """COMBATANTS.md: PSPs and combat strengths are 0-100000. The store stopped at 10000,
+    so a value the engine takes (and the Foundry profile editor's field, built from the
+    combatant schema, offers) was refused by the adapter; now the store takes the
+    combatant's own maximum, and refuses one past it at the attribute."""
+    ulcen = load("roll20/adnd2e-revised-ulcen.handmade.json")
+    ulcen["attribs"].append({"name": "psi_psp", "current": "100000", "max": "100000"})
+    taken = SHEET.import_(ulcen, "revised-2e").combatant
+    assert REVISED.combatant(taken)["psp"] == 100_000
+    ulcen["attribs"].append({"name": "psi_attack_strength", "current": "100000", "max": ""})
+    strong = SHEET.import_(ulcen, "combat-strength").combatant
+    assert builtin_systems()["combat-strength"].combatant(strong)["attack_strength"] == 100_000
+    ulcen["attribs"][-2]["current"] = "100001"
+    with pytest.raises(InvalidInput) as err:
+        SHEET.import_(ulcen, "revised-2e")
+    assert [(p.path, p.message) for p in err.value.problems] == [
+        (f"/attribs/{len(ulcen['attribs']) - 2}/current", "must be at most 100000, got 100001")]
+
+
 def test_a_sheet_ability_score_of_25_is_read_without_a_warning() -> None:
     """docs/ADAPTERS.md: only scores "above 25 are used as 25" with a warning; 25 is
     the tables' own top score."""

@@ -953,14 +953,14 @@ var Mindscape = Mindscape || (() => {
   // and 1 to 9 digits of any script (_INT_TEXT: Python's \d and int() read U+0665 and
   // U+FF15 as 5), from 0 to POINTS_MOST (_INT0). undefined where it holds none (nothing,
   // or only spaces); null where to_int refuses it ("5.0", "1e1", "0x10", "Infinity", ten
-  // digits, a fraction, a boolean, -5, 20000), and with it the companion the sheet.
+  // digits, a fraction, a boolean, -5, 200000), and with it the companion the sheet.
   // Number() would read those texts as numbers, and other scripts' digits as none.
   // tests/adapters/test_roll20.py checks INT_TEXT against _INT_TEXT, digitValue's rule
   // against int() for every digit Python knows, and POINTS_MOST against the fields'
   // bounds. A digit of a script Unicode added after the companion's Python reads here
   // and is refused there: that sheet is refused anyway.
   const INT_TEXT = /^[+-]?\p{Nd}{1,9}$/u;
-  const POINTS_MOST = 10000;
+  const POINTS_MOST = 100000;
   const DIGIT = /^\p{Nd}$/u;
   // Unicode keeps each script's digits 0 to 9 in a run of ten, and runs side by side
   // (the mathematical digits) each start where the one before ends: a digit's value is
@@ -2413,7 +2413,7 @@ var Mindscape = Mindscape || (() => {
   // Whether a fighter has anything psionic for a round's end to look at: settings of its
   // own, psionic state in psi_* attributes (also a nonpsionic mind a psionic attack
   // dazed), PSPs on the AD&D sheet (read as to_int reads them; a box the companion
-  // refuses, "1e1" or 20000, counts too: the fighter is sent, and the companion's refusal
+  // refuses, "1e1" or 200000, counts too: the fighter is sent, and the companion's refusal
   // names the box for the GM to put right, where leaving it out would say nothing), in
   // revised-2e an attack or defense row of the AD&D sheet naming a mode (sheetKnowsModes:
   // with no PSPs the companion refuses it, naming it), or a psionic field its generic

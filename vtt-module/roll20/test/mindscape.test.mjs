@@ -1672,22 +1672,22 @@ test('combat-strength: a strength is read as the companion reads a number (to_in
   assert.deepEqual(buttons(), five);
   attack.set({ current: '', max: 0.5 });
   assert.deepEqual(buttons(), ['none']);
-  // A strength is 0 to 10000 (_INT0): one out of bounds is refused, and holds none either,
-  // so the digits' values are read: 10000 counts, 10001 and -5 do not.
-  for (const text of ['\u0661\u0660\u0660\u0660\u0660', '\uff11\uff10\uff10\uff10\uff10', 10000, '-0']) {
+  // A strength is 0 to 100000 (_INT0): one out of bounds is refused, and holds none either,
+  // so the digits' values are read: 100000 counts, 100001 and -5 do not.
+  for (const text of ['\u0661\u0660\u0660\u0660\u0660\u0660', '\uff11\uff10\uff10\uff10\uff10\uff10', 100000, '-0']) {
     attack.set({ current: '', max: text });
     assert.deepEqual(buttons(), text === '-0' ? ['none'] : five, text);
   }
-  for (const text of ['\u0661\u0660\u0660\u0660\u0661', '\u{1d7cf}\u{1d7ce}\u{1d7ce}\u{1d7ce}\u{1d7cf}', 10001, 1e10, '-\u0665']) {
+  for (const text of ['\u0661\u0660\u0660\u0660\u0660\u0661', '\u{1d7cf}\u{1d7ce}\u{1d7ce}\u{1d7ce}\u{1d7ce}\u{1d7cf}', 100001, 1e10, '-\u0665']) {
     attack.set({ current: '', max: text });
     assert.deepEqual(buttons(), ['none'], text);
   }
   // A strength the companion refuses counts as none beside one it takes: -5 takes
-  // nothing away from a defense strength of 5, nor 20000 adds to one of 0.
+  // nothing away from a defense strength of 5, nor 200000 adds to one of 0.
   attack.set({ current: '-\u0665', max: '' });
   defense.set({ current: '\u{1d7fb}', max: '' });
   assert.deepEqual(buttons(), five);
-  attack.set({ current: '20000', max: '' });
+  attack.set({ current: '200000', max: '' });
   defense.set({ current: '0', max: '' });
   assert.deepEqual(buttons(), ['none']);
 });
@@ -3708,7 +3708,7 @@ test('with the generic adapter a mapped psionic field is read from the first att
   assert.deepEqual(roundRefs(round()), [ctx.ulcen.id]);
 });
 
-test('a round\'s end reads the sheet\'s PSPs as the companion reads a number (to_int): PSPs in another script\'s digits count; a PSP box the companion refuses ("1e1", "0x10", "5.0", above 10000) sends its fighter all the same, for the companion\'s refusal to name the box', () => {
+test('a round\'s end reads the sheet\'s PSPs as the companion reads a number (to_int): PSPs in another script\'s digits count; a PSP box the companion refuses ("1e1", "0x10", "5.0", above 100000) sends its fighter all the same, for the companion\'s refusal to name the box', () => {
   const ctx = campaign();
   const round = () => roundOfUlcenAndFenka(ctx);
   // Fenka has no psi_* state and no defense rows: only its PSP box decides.
@@ -3718,10 +3718,10 @@ test('a round\'s end reads the sheet\'s PSPs as the companion reads a number (to
     psp.set({ current, max });
     assert.deepEqual(round(), [ctx.ulcen.id, ctx.fenka.id], `${current}/${max}`);
   }
-  // PSPs are 0 to 10000 (_INT0): 10000 counts; a box the companion refuses, above that
+  // PSPs are 0 to 100000 (_INT0): 100000 counts; a box the companion refuses, above that
   // or not a whole number, is sent too, so that its refusal names the box.
-  for (const [current, max] of [['\u0661\u0660\u0660\u0660\u0660', ''], ['1e1', ''], ['0x10', ''], ['5.0', ''], ['Infinity', ''],
-    ['1234567890', ''], ['\u0661\u0660\u0660\u0660\u0661', ''], [10001, ''], ['', '20000'], ['-3', '']]) {
+  for (const [current, max] of [['\u0661\u0660\u0660\u0660\u0660\u0660', ''], ['1e1', ''], ['0x10', ''], ['5.0', ''], ['Infinity', ''],
+    ['1234567890', ''], ['\u0661\u0660\u0660\u0660\u0660\u0661', ''], [100001, ''], ['', '200000'], ['-3', '']]) {
     psp.set({ current, max });
     assert.deepEqual(round(), [ctx.ulcen.id, ctx.fenka.id], `${current}/${max}`);
   }

@@ -1599,9 +1599,11 @@ test("the fake companion's exchange.end_round (test-support) answers as the real
     { combatants: [await ref({ psp: 6, mind: mind() })], choices: close, options: { "H-2E-CLOSE-LAST-PSP": false } },
     { combatants: [await ref({ psp: 30, mind: mind({ last_defense: null }) })], choices: close },
     { combatants: [await ref({ psp: 30, mind: mind({ last_defense: null }) })], choices: close, options: { "H-2E-NO-LAST-DEF": false } },
-    { combatants: [await ref({ psp: 30, mind: mind(), conditions: ["stunned"], condition_rounds: { stunned: 0 } })], choices: close },
     { combatants: [await ref({ psp: 30, mind: mind() })], dice: { "open-duration": [3] } },
     { combatants: [await ref({ psp: 30, mind: mind({ may_pay_to_close: false, rounds_open: 0 }) })] },
+    // last: ref's update merges condition_rounds key by key, so the stun's rounds would
+    // stay in the cases after it, rounds on a condition they do not have (refused)
+    { combatants: [await ref({ psp: 30, mind: mind(), conditions: ["stunned"], condition_rounds: { stunned: 0 } })], choices: close },
   ];
   const shown = (r) => (r.code ? { code: r.code, rule: r.data?.rule } : { events: r.events, updates: r.updates });
   for (const c of cases) {
@@ -1624,8 +1626,9 @@ test("the fake companion's exchange.round_end_choices (test-support) offers clos
     { combatants: [await ref({ psp: 6, mind: mind() })], options: { "H-2E-CLOSE-LAST-PSP": false } },
     { combatants: [await ref({ psp: 30, mind: mind({ last_defense: null }) })] },
     { combatants: [await ref({ psp: 30, mind: mind({ last_defense: null }) })], options: { "H-2E-NO-LAST-DEF": false } },
-    { combatants: [await ref({ psp: 30, mind: mind(), conditions: ["stunned"], condition_rounds: { stunned: 0 } })] },
     { combatants: [await ref({ psp: 30, mind: mind({ may_pay_to_close: false, rounds_open: 0 }) })] },
+    // last, as in the test above: the stun's rounds would stay in the cases after it
+    { combatants: [await ref({ psp: 30, mind: mind(), conditions: ["stunned"], condition_rounds: { stunned: 0 } })] },
   ];
   for (const c of cases) {
     const params = { system: "revised-2e", ...c };

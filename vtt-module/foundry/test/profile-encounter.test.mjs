@@ -153,6 +153,22 @@ test("the profile editor opened on a world actor edits that actor, not one of it
   assert.deepEqual(tokenActor.updates, [{ "flags.mindscape.revised-2e": { psp: 18, ...Object.fromEntries(cleared.map((key) => [key, null])) } }]);
 });
 
+test("an unlinked token's profile saved with a condition ended writes its key in condition_rounds as null, not left to outlive the condition", async () => {
+  // Foundry merges an object into the stored one key by key: condition_rounds {} written
+  // over {stunned: 1} kept the stun's rounds, and the companion refuses rounds on a
+  // condition the creature does not have ("\"stunned\" is not among the conditions").
+  const t = makeTable({ dialogs: { gm: { profileDialog: { psp: "18", advanced: '{"condition_rounds": {"dazed": 2}, "conditions": ["dazed"], "mind": {"state": "closed"}}' } } } });
+  const tokenActor = t.tokens.goblinToken.actor;
+  Object.assign(tokenActor.flags.mindscape["revised-2e"], { conditions: ["stunned", "dazed"], condition_rounds: { stunned: 1, dazed: 1, gone: null }, mind: { state: "closed", rounds_open: 0 } });
+  const saved = await t.clients.gm.svc.configureActor(tokenActor.uuid);
+  assert.deepEqual(saved.profile.condition_rounds, { dazed: 2 });
+  const [update] = tokenActor.updates;
+  assert.deepEqual(update["flags.mindscape.revised-2e"].condition_rounds, { dazed: 2, stunned: null });
+  assert.deepEqual(update["flags.mindscape.revised-2e"].mind, { state: "closed", rounds_open: null });
+  assert.deepEqual(tokenActor.flags.mindscape["revised-2e"].condition_rounds, { stunned: null, dazed: 2, gone: null });
+  assert.deepEqual(tokenActor.flags.mindscape["revised-2e"].conditions, ["dazed"]);
+});
+
 test("a profile the companion refuses is not saved, and the form opens again with what was typed and the problem beside its field", async () => {
   const t = makeTable({
     methods: defaultMethods({ "adapters.import": () => { throw { code: -32602, message: "Invalid params", data: { errors: [{ path: "/data/actor/flags/mindscape/revised-2e/psp", message: "must be at least 0, got -1" }] } }; } }),

@@ -2702,14 +2702,21 @@ export function defenseAnswer(answer) {
  * one written. An unlinked token's actor is its base actor's data with the token's delta
  * over it, and a key deleted from the delta lets the base actor's show through again
  * (foundryvtt#8400): there each field cleared is written as null instead, in one update,
- * which the companion's adapters read as absent.
+ * which the companion's adapters read as absent. So is each key an object field lost
+ * (`condition_rounds` without a condition that ended): Foundry merges an object into the
+ * stored one key by key, and a key left there would outlive its condition.
  */
 export function profileUpdates(actor, system, profile) {
   const path = `flags.${MODULE_ID}.${system}`;
   if (!actor.isToken) return [{ [`flags.${MODULE_ID}.-=${system}`]: null }, { [path]: profile }];
   const current = actor.flags?.[MODULE_ID]?.[system] ?? {};
-  const cleared = Object.keys(current).filter((key) => !(key in profile) && current[key] !== null);
-  return [{ [path]: { ...profile, ...Object.fromEntries(cleared.map((key) => [key, null])) } }];
+  const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+  const nulled = (now, old) => Object.fromEntries(Object.keys(old).filter((key) => !(key in now) && old[key] !== null).map((key) => [key, null]));
+  const written = { ...profile, ...nulled(profile, current) };
+  for (const [key, value] of Object.entries(profile)) {
+    if (isObject(value) && isObject(current[key])) written[key] = { ...value, ...nulled(value, current[key]) };
+  }
+  return [{ [path]: written }];
 }
 
 /**

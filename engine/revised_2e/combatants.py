@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.errors import InvalidCombatant, Problem, json_text
+from engine.errors import InvalidCombatant, Problem, json_text, pointer
 from engine.schemacheck import QuickValidator
 from engine.system import is_down, schema_problems
 from engine.system import slug as name_slug
@@ -230,8 +230,7 @@ class Normaliser:
             # as combat-strength and power-pool: rounds left on a condition the creature
             # does not have would count down nothing, and hide a sheet's stale state
             if condition not in conditions:
-                token = condition.replace("~", "~0").replace("/", "~1")
-                bad(f"condition_rounds/{token}",
+                bad(pointer("condition_rounds", condition),
                     f"{json_text(condition)} is not among the conditions")
         if problems:
             raise InvalidCombatant(problems)

@@ -463,3 +463,29 @@ async def test_synaptic_overload_lowers_the_hit_points_of_a_blank_roll20_hp_box(
         raise AssertionError("no seed dealt damage: the scenario checked nothing")
     [update] = [u for u in result["updates"] if "character_id" in u]
     assert update["attributes"]["HP"] == {"current": left}
+
+
+async def test_a_nameless_character_or_actor_fights_in_combat_strength_by_its_id(
+        rpc: Rpc) -> None:
+    """COMBATANTS.md: every system refuses an empty ``name`` (combat-strength too, since
+    22fb87f). A Roll20 character with an empty name, and a Foundry actor with a blank
+    name on an unlinked token with a blank name, must still fight: the adapters name
+    them by their id (ADAPTERS.md), never send the empty name on to that refusal."""
+    ulcen = load("roll20/adnd2e-revised-ulcen.handmade.json")
+    ulcen["name"] = ""
+    ulcen["attribs"] += [{"name": "psi_attack_strength", "current": "60", "max": "60"},
+                         {"name": "psi_defense_strength", "current": "40", "max": "40"}]
+    zanna = load("foundry/dnd5e/zanna-gnome-wizard.json")
+    zanna["name"] = "  "
+    zanna["flags"]["mindscape"] = {"combat-strength": {"attack_strength": 20,
+                                                       "defense_strength": 10}}
+    token = {"uuid": "Scene.sc1.Token.tk1", "actorLink": False, "name": " "}
+    result = await rpc.ok("exchange.resolve", {
+        "system": "combat-strength",
+        "attacker": {"adapter": "roll20.adnd2e-revised", "data": ulcen},
+        "defender": {"adapter": "foundry.dnd5e", "data": {"actor": zanna, "token": token}},
+        "attack": {"mode": "ego-whip"}, "defense": {"mode": "mind-blank"}, "seed": 3})
+    attacker, defender = result["attacker"]["after"], result["defender"]["after"]
+    assert (attacker["id"], attacker["name"]) == ("-MzUlcen0000000001", "-MzUlcen0000000001")
+    assert (defender["id"], defender["name"]) == (f"{zanna['_id']}-tk1", zanna["_id"])
+    assert result["summary"].startswith("-MzUlcen0000000001 attacks ")

@@ -144,12 +144,16 @@ def intelligence_score(draft: Draft, value: Any, path: str, where: str) -> int |
                    "godlike); not read")
         return None
     number, how = found
+    # the lowest score the system's combatant has: 1 in revised-2e, 0 in combat-strength
+    # (its Psionic Wave counts Int + Wis from 0, RULES.md §2.7), where 0 stays 0
+    score = FIELDS[draft.system].get("int")
+    lowest = 1 if score is None or score.lo is None else score.lo
     if number > 25:
         how += ", above the tables' 25: used as 25"
         number = 25
-    elif number == 0:
-        how += ", used as 1: the lowest score a combatant has"
-        number = 1
+    elif number < lowest:
+        how += f", used as {lowest}: the lowest score a {draft.system} combatant has"
+        number = lowest
     draft.warn(f"Int {number} read from {where} {shown}: {how} ({draft.store('int')} "
                "sets it)")
     return number

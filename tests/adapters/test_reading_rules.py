@@ -278,8 +278,9 @@ def roll20_monster_int(text: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("text", "score", "how"), [
     # the AD&D 2nd edition Monstrous Manual's table, as monster entries print it
-    ("Non- (0)", 1, "the stated 0, used as 1: the lowest score a combatant has"),
-    ("Non-", 1, "the band non (0), used as 1: the lowest score a combatant has"),
+    ("Non- (0)", 1, "the stated 0, used as 1: the lowest score a revised-2e combatant has"),
+    ("Non-", 1,
+     "the band non (0), used as 1: the lowest score a revised-2e combatant has"),
     ("Animal (1)", 1, "the stated 1"),
     ("Semi- (2-4)", 2, "the lowest of the stated 2-4"),
     ("Semi-", 2, "the lowest of the band semi (2-4)"),
@@ -304,7 +305,8 @@ def roll20_monster_int(text: str) -> dict[str, Any]:
     # the Roll20 sheet's own list for the box: the range first
     ("8-10 (Average)", 8, "the lowest of the stated 8-10"),
     ("21+ (Godlike)", 21, "the lowest of the stated 21+"),
-    ("0 (Nonintelligent)", 1, "the stated 0, used as 1: the lowest score a combatant has"),
+    ("0 (Nonintelligent)", 1,
+     "the stated 0, used as 1: the lowest score a revised-2e combatant has"),
     ("14", 14, "the stated 14"),
     # docs/ADAPTERS.md: "Ability scores above 25 are used as 25"
     ("25", 25, "the stated 25"),
@@ -329,7 +331,9 @@ def test_monster_intelligence_given_as_words_is_read_as_a_score(text: str, score
         assert not any("no int score" in w for w in got.warnings)
         assert adapter.import_(adapter.trimmed(data, "revised-2e"), "revised-2e") == got
         assert REVISED.combatant(got.combatant)["int"] == score
-        assert adapter.import_(data, "combat-strength").combatant["int"] == score
+        # combat-strength's combatant takes 0: a non-intelligent monster's 0 stays 0
+        lowest_in_cs = 0 if "used as 1" in how else score
+        assert adapter.import_(data, "combat-strength").combatant["int"] == lowest_in_cs
 
 
 def test_intelligence_text_no_band_has_is_said_and_the_score_is_read_instead() -> None:
@@ -621,7 +625,7 @@ def test_a_number_in_a_mapped_intelligence_source_is_read_as_a_score() -> None:
 
 def test_a_mapped_intelligence_of_0_is_a_non_intelligent_monster_not_a_refusal() -> None:
     """docs/ADAPTERS.md, Monster Intelligence: "Non-intelligent (0) is used as 1, the
-    lowest score a combatant has", as ARS reads its system.intelligence 0, number or
+    lowest score a revised-2e combatant has", as ARS reads its system.intelligence 0, number or
     text. A mapping's `intelligence` source read the text "0" so but refused the number
     0 as an ability score ("an ability score must be at least 1"), so a Foundry system
     keeping a zombie's Intelligence in a number field could not import it."""
@@ -631,12 +635,34 @@ def test_a_mapped_intelligence_of_0_is_a_non_intelligent_monster_not_a_refusal()
         got = FOUNDRY_GENERIC.import_(generic_actor(mapping, intel=intel), "revised-2e")
         assert got.combatant["int"] == 1, intel
         assert 'Int 1 read from system.intel "0": the stated 0, used as 1: the lowest ' \
-            "score a combatant has (flags.mindscape.revised-2e.int sets it)" in got.warnings
+            "score a revised-2e combatant has (flags.mindscape.revised-2e.int sets it)" \
+            in got.warnings
     # a plain score of 0 is still refused: 0 is no score a sheet gives
     plain = {"version": 1, "fields": {"int": "system.intel"}}
     with pytest.raises(InvalidInput) as err:
         FOUNDRY_GENERIC.import_(generic_actor(plain, intel=0), "revised-2e")
     assert err.value.problems[0].message == "an ability score must be at least 1"
+
+
+def test_a_non_intelligent_monster_keeps_int_0_in_combat_strength() -> None:
+    """docs/ADAPTERS.md, Monster Intelligence: a non-intelligent monster's 0 is raised to
+    the lowest score the system's combatant has: 1 in revised-2e, but combat-strength's
+    combatant (and its store, FIELDS) takes 0, and its Psionic Wave counts Int + Wis
+    from there (RULES.md §2.7), so there it stays 0, said without "used as". It was read
+    as 1 in every system, with a warning calling 1 the lowest score a combatant has."""
+    mapping = {"version": 1, "fields": {"int": {"path": "system.intel",
+                                                "parse": "intelligence"}}}
+    for intel in (0, "0", "Non-"):
+        got = FOUNDRY_GENERIC.import_(generic_actor(mapping, intel=intel), "combat-strength")
+        assert got.combatant["int"] == 0, intel
+        assert builtin_systems()["combat-strength"].combatant(got.combatant)["int"] == 0
+        said = [w for w in got.warnings if w.startswith("Int ")]
+        assert len(said) == 1 and said[0].startswith("Int 0 read from system.intel ") \
+            and "used as" not in said[0], said
+    for adapter, data in ((ARS, ars_npc_int("Non- (0)")),
+                          (SHEET, roll20_monster_int("0 (Nonintelligent)"))):
+        assert adapter.import_(data, "combat-strength").combatant["int"] == 0, adapter.id
+        assert adapter.import_(data, "revised-2e").combatant["int"] == 1, adapter.id
 
 
 def test_a_large_bare_number_in_a_hit_die_source_is_ignored_with_a_warning() -> None:

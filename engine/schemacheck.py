@@ -22,7 +22,7 @@ than Python compiles the source). Each keyword follows the
 specification's semantics exactly (a keyword applies only to instances of its type;
 ``1.0`` is an integer; ``true`` is not a number; ``1`` is not ``true`` in an ``enum``;
 ``pattern`` is Python's ``re.search``, as in jsonschema, but with ``$`` the end of the
-string only, as in ECMA-262: ``ecma_pattern``);
+string only (outside the multiline flag), as in ECMA-262: ``ecma_pattern``);
 ``tests/engine/test_schemacheck.py`` checks the predicates against ``Validator`` on
 generated values.
 
@@ -74,9 +74,13 @@ def _ecma_source(pattern: str) -> str:
     pattern is an ECMA-262 regex, whose ``$`` (without the multiline flag) matches at
     the end of the string only, where Python's also matches before a final newline
     (``^[a-z]+$`` would take ``"abc\\n"``). A ``$`` escaped, or inside a character
-    class, is the character itself and stays."""
+    class, is the character itself and stays; so does one under the multiline flag
+    (``(?m:…)``, a modifier of ECMA-262 2025 and Python alike, or Python's ``(?m)``),
+    which matches before a line break in both."""
     out: list[str] = []
     i, in_class = 0, False
+    # whether the multiline flag holds: the whole pattern's, then one per open group
+    multiline = [_GLOBAL_MULTILINE.match(pattern) is not None]
     while i < len(pattern):
         char = pattern[i]
         if char == "\\":
@@ -93,11 +97,25 @@ def _ecma_source(pattern: str) -> str:
                 out.append(pattern[i:start + 1])
                 i = start + 1
                 continue
-        elif char == "$":
+        elif char == "(":
+            flags = _SCOPED_FLAGS.match(pattern, i)
+            on = multiline[-1]
+            if flags is not None:
+                on = "m" in flags["on"] or (on and "m" not in (flags["off"] or ""))
+            multiline.append(on)
+        elif char == ")" and len(multiline) > 1:
+            multiline.pop()
+        elif char == "$" and not multiline[-1]:
             char = r"\Z"
         out.append(char)
         i += 1
     return "".join(out)
+
+
+#: Python's global inline flags at the start of a pattern, with multiline among them
+_GLOBAL_MULTILINE = re.compile(r"\(\?[aiLsux]*m[aiLmsux]*\)")
+#: a group with scoped flags (``(?m:``, ``(?i-m:``), the flags turned on and off
+_SCOPED_FLAGS = re.compile(r"\(\?(?P<on>[aiLmsux]*)(?:-(?P<off>[imsx]+))?:")
 
 
 @functools.lru_cache(maxsize=1024)

@@ -341,6 +341,12 @@ def test_a_subschema_too_deep_to_compile_inside_a_walk_is_left_to_jsonschema() -
     (r"^a\$$", "a$", True), (r"^a\$$", "a$\n", False),
     ("^[$]$", "$", True), ("^[$]$", "$\n", False),
     (r"^a\\$", "a\\", True), (r"^a\\$", "a\\\n", False),
+    (r"^[\]$]$", "$", True), (r"^[\]$]$", "$\n", False), ("^[]$]$", "]\n", False),
+    # under the multiline flag (ECMA-262 2025's (?m:...) modifier; Python's (?m) at the
+    # start) "$" matches before a line break, in both dialects: it stays "$"
+    ("(?m:^a$)", "a\nb", True), ("(?m:a$)x$", "a\nx\n", False),
+    ("(?m:(a)$)", "a\nb", True), ("(?m:a(?-m:$))", "a\nb", False),
+    ("(?i:a$)", "a\n", False), ("(?:a$)", "a\n", False), ("(?m)^a$", "a\nb", True),
 ])
 def test_a_pattern_s_dollar_is_the_end_of_the_string_as_in_ecma_262(
         pattern: str, value: str, valid: bool) -> None:

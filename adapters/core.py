@@ -921,6 +921,20 @@ def finish(draft: Draft, npc: bool) -> None:
     if refused is not None:
         raise refused
     f = draft.fields
+    rounds, conditions = f.get("condition_rounds"), f.get("conditions", [])
+    if isinstance(rounds, Mapping) and isinstance(conditions, list):
+        # Rounds left on a condition the creature does not have count nothing down, and
+        # every system refuses them; a store written before write-backs dropped an ended
+        # condition's rounds (or a Foundry token's profile merged key by key) may hold
+        # such a key. Dropped here, so the sheet still plays, and the write-back then
+        # clears it from the store.
+        stale = [key for key in rounds if key not in conditions]
+        for key in stale:
+            draft.warn(f"condition_rounds {json_text(key, 40)}: rounds left on a condition "
+                       "it does not have (not among conditions); ignored")
+        if stale:
+            draft.fields["condition_rounds"] = {k: v for k, v in rounds.items()
+                                                if k not in stale}
     if draft.system == "revised-2e":
         if "psp" in f and "psp_max" not in f:
             # A sheet's PSP box often has no maximum filled in: the current PSPs are the

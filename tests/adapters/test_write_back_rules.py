@@ -570,3 +570,32 @@ def test_a_pool_of_more_than_a_hundred_hit_dice_is_written_back() -> None:
     written = apply_foundry(data, DND5E.updates(data, "power-pool", before, after,
                                                 normalise=pool.combatant))
     assert pool.combatant(DND5E.import_(written, "power-pool").combatant)["pool"] == 119
+
+
+@pytest.mark.parametrize("system", ["revised-2e", "combat-strength", "power-pool"])
+def test_rounds_left_on_a_condition_it_does_not_have_are_ignored_and_then_cleared(
+        system: str) -> None:
+    """docs/ADAPTERS.md "Foundry": a store written before write-backs took an ended
+    condition's rounds away may hold rounds on a condition the creature does not have,
+    which every system refuses (docs/COMBATANTS.md: every key of ``condition_rounds``
+    must be among ``conditions``). The adapter leaves such a key out, with a warning
+    naming it, and the write-back that writes ``condition_rounds`` deletes it."""
+    state: dict[str, Any] = {"conditions": ["dazed"],
+                             "condition_rounds": {"dazed": 1, "stunned": 0}}
+    state.update({"revised-2e": {"kind": "psionicist", "level": 9, "psp": 90},
+                  "combat-strength": {"defense_strength": 40},
+                  "power-pool": {"psionic": True}}[system])
+    data = aboleth(system, state)
+    imported = DND5E.import_(data, system)
+    assert imported.combatant["condition_rounds"] == {"dazed": 1}
+    assert ('condition_rounds "stunned": rounds left on a condition it does not have '
+            "(not among conditions); ignored") in imported.warnings
+    before = SYSTEMS[system].combatant(imported.combatant)
+    after = {**before, "conditions": [], "condition_rounds": {}}
+    updates = DND5E.updates(data, system, before, after,
+                            normalise=SYSTEMS[system].combatant)
+    field = f"flags.mindscape.{system}.condition_rounds"
+    assert f"{field}.-=stunned" in updates[0]["update"]
+    written = apply_foundry(data, updates)
+    assert written["flags"]["mindscape"][system]["condition_rounds"] == {}
+    assert not any("condition_rounds" in w for w in DND5E.import_(written, system).warnings)

@@ -10,7 +10,7 @@ import { defaultMethods, encounterMethods, makeTable, revisedResult, roundEndRes
 import { FakeRoll, tick } from "../test-support/fakes.mjs";
 import { registerUiHooks } from "../mindscape/scripts/hooks.js";
 import { makeApi } from "../mindscape/scripts/api.js";
-import { endRoundParams, endedRound, roundParticipants } from "../mindscape/scripts/rounds.js";
+import { endRoundParams, endedRound, hasProfile, roundParticipants } from "../mindscape/scripts/rounds.js";
 
 const profile = (actor) => actor.flags.mindscape["revised-2e"];
 const endRounds = (t) => t.daemon.calls.filter((c) => c.method === "exchange.end_round");
@@ -96,13 +96,13 @@ test("participants: a profile of only state at rest (the default closed mind or 
   const taking = (profile) => roundParticipants([actor(profile)], "revised-2e").length === 1;
   const reversed = Object.fromEntries(Object.entries(CLOSED_MIND).reverse());
   for (const profile of [{}, { mind: CLOSED_MIND }, { mind: reversed }, { mind: { state: "closed" } }, { mind: {} }, { mind: { ...OPENED_MIND, state: "closed", opened_by: null } },
-    { mind: CLOSED_MIND, conditions: [], condition_rounds: {}, lost_powers: [] }, { condition_rounds: { stunned: null } }, { mind: { state: "closed", rounds_open: null } },
+    { mind: CLOSED_MIND, conditions: [], condition_rounds: {}, lost_powers: [] }, { condition_rounds: { stunned: null } }, { condition_rounds: { stunned: 2 } }, { mind: { state: "closed", rounds_open: null } },
     { dedicated: [], controlling: [], controlled_by: null }, { psp: null, mind: null }]) {
     assert.equal(taking(profile), false, JSON.stringify(profile));
   }
   for (const profile of [{ mind: OPENED_MIND }, { mind: { ...CLOSED_MIND, locked_rounds: 2 } }, { mind: { ...CLOSED_MIND, last_defense: "mind-blank" } },
     { mind: { ...CLOSED_MIND, used_power: 0 } }, { mind: { dazed: 0 } }, { mind: { toString: 0 } }, { mind: [] }, { mind: "closed" },
-    { conditions: ["stunned"] }, { condition_rounds: { stunned: 2 } }, { conditions: {} }, { lost_powers: ["ego-whip"] }, { controlled_by: "g1" },
+    { conditions: ["stunned"] }, { conditions: {} }, { lost_powers: ["ego-whip"] }, { controlled_by: "g1" },
     { mind: CLOSED_MIND, psp: 0 }, { kind: "nonpsionic" }, { psionic: false }, { attacks: [] }, { level: 1 }, { notes: "" }]) {
     assert.equal(taking(profile), true, JSON.stringify(profile));
   }
@@ -625,4 +625,14 @@ test("what the companion warns about a sheet is shown to the GM with the name, o
   // A bare warning (encounter.add's) is shown with the name given for it.
   t.clients.gm.svc.sheetWarnings(["no class items; level taken as 1"], { "": "Goblin" });
   assert.equal(t.clients.gm.notes.warn.at(-1), "The companion reading the sheets: Goblin: no class items; level taken as 1");
+});
+
+test("rounds left only on conditions a profile does not hold are state at rest, as the adapters leave such keys out", () => {
+  // docs/ADAPTERS.md: a store written before write-backs took an ended condition's rounds
+  // away may hold them; the companion ignores them with a warning, so they make no profile
+  const actor = (profile) => ({ flags: { mindscape: { "revised-2e": profile } } });
+  assert.equal(hasProfile(actor({ condition_rounds: { stunned: 2 } }), "revised-2e"), false);
+  assert.equal(hasProfile(actor({ conditions: [], condition_rounds: { stunned: 0 }, mind: { state: "closed" } }), "revised-2e"), false);
+  assert.equal(hasProfile(actor({ conditions: ["stunned"], condition_rounds: { stunned: 2 } }), "revised-2e"), true);
+  assert.equal(hasProfile(actor({ conditions: null, condition_rounds: { dazed: 1 } }), "revised-2e"), false);
 });

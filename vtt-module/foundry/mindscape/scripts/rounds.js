@@ -61,13 +61,18 @@ const own = (object, key) => (Object.hasOwn(object, key) ? object[key] : undefin
  * The profile members the companion writes back as state, each with a test of a value
  * it holds at rest: one that imports as the same combatant as no such member (an empty
  * list, an object of no members, the default closed mind or any part of it). A value of
- * another kind, one the companion would refuse included, is not at rest. Kept by hand:
+ * another kind, one the companion would refuse included, is not at rest; rounds only on
+ * conditions the profile does not hold are, as the adapters leave such keys out (a store
+ * written before write-backs took an ended condition's rounds away). Kept by hand:
  * tests/adapters/test_foundry.py checks it against the engine.
  */
 export const AT_REST = Object.freeze({
   mind: (value) => isObject(value) && held(value).every((key) => own(value, key) === own(CLOSED_MIND, key)),
   conditions: isEmptyList,
-  condition_rounds: (value) => isObject(value) && held(value).length === 0,
+  condition_rounds: (value, profile) => {
+    const conditions = own(profile ?? {}, "conditions") ?? [];
+    return isObject(value) && Array.isArray(conditions) && held(value).every((key) => !conditions.includes(key));
+  },
   lost_powers: isEmptyList,
   dedicated: isEmptyList,
   controlling: isEmptyList,
@@ -86,7 +91,7 @@ export const AT_REST = Object.freeze({
 export function hasProfile(actor, system) {
   const profile = actor?.flags?.[MODULE_ID]?.[system];
   if (!isObject(profile)) return false;
-  return held(profile).some((key) => !Object.hasOwn(AT_REST, key) || !AT_REST[key](profile[key]));
+  return held(profile).some((key) => !Object.hasOwn(AT_REST, key) || !AT_REST[key](profile[key], profile));
 }
 
 /**

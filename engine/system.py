@@ -52,19 +52,22 @@ def slug(name: str) -> str:
     """The id made from a combatant's name when it gives none: lower case, its letters,
     marks and digits kept in whatever script they are, every other run of characters
     one hyphen, at most ``MAX_ID_LENGTH`` characters and no hyphen at either end; ""
-    for a name with no letter or digit, marks alone (a lone combining accent) included.
+    for a name with no letter or digit, marks alone (a lone combining accent) included;
+    a mark with no letter or digit before it in its word is dropped.
     The name is NFKC-normalised first, so one name typed two ways (a precomposed "ë" or
     "e" and a combining diaeresis) gives one id, but accents are kept: "Zoë" and "Zoé",
     or "影" and "霧", are different creatures. An ASCII name gives the id it always gave
     ("Korr the Red" → "korr-the-red"), which sheets and stored encounters hold."""
     text = unicodedata.normalize("NFKC", name).lower()
-    words = "".join(ch if unicodedata.category(ch)[0] in "LMN" else " " for ch in text)
-    made = "-".join(words.split())[:MAX_ID_LENGTH].strip("-")
-    # Marks with no letter or digit to sit on show as nothing, or stack on whatever a
-    # chat card or a command prints before the id: no id a GM could read or type.
-    if not any(unicodedata.category(ch)[0] in "LN" for ch in made):
-        return ""
-    return made
+    # A mark is kept only on a letter or digit (or a mark kept on one): marks with
+    # nothing to sit on show as nothing, or stack on whatever a chat card or a command
+    # prints before the id, alone ("\u0301") or first in a word ("\u0301 Bob").
+    kept: list[str] = []
+    for ch in text:
+        kind = unicodedata.category(ch)[0]
+        on_letter = kind == "M" and bool(kept) and kept[-1] != " "
+        kept.append(ch if kind in "LN" or on_letter else " ")
+    return "-".join("".join(kept).split())[:MAX_ID_LENGTH].strip("-")
 
 
 def id_given(raw: Any) -> bool:

@@ -69,6 +69,18 @@ def test_a_name_of_marks_alone_makes_no_id_as_one_with_no_letter_or_digit(name: 
     assert slug("e\u0301") == "é" and slug("\u0915\u093f") == "\u0915\u093f"
 
 
+@pytest.mark.parametrize(("name", "made"), [
+    ("\u0301 Bob", "bob"), ("\u0301\u0308Bob \u0301Ann", "bob-ann"),
+    ("Bob \u20dd", "bob"), ("Zoe\u0301 \u0301", "zoé"), ("9\u20e3 lives", "9\u20e3-lives"),
+])
+def test_a_mark_with_no_letter_or_digit_before_it_is_left_out_of_the_id(
+        name: str, made: str) -> None:
+    """A combining mark first in a word has nothing to sit on: in an id it shows as
+    nothing or stacks on what a chat card prints before it, as a name of marks alone
+    would. It is left out; one on a letter or digit stays."""
+    assert slug(name) == made
+
+
 @pytest.mark.parametrize("system,make,attack", SYSTEMS)
 @pytest.mark.parametrize("first,second", [("Zoë", "Zoé"), ("影", "霧")])
 def test_two_names_in_other_scripts_make_two_ids_in_an_exchange(

@@ -49,7 +49,8 @@ export const CLOSED_MIND = Object.freeze({
   used_power: false, may_pay_to_close: false, rounds_open: 0,
 });
 
-const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+/** Whether `value` is a plain object (not null, not a list). */
+export const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
 const isEmptyList = (value) => Array.isArray(value) && value.length === 0;
 // The members of an object that hold something: a null member is one an unlinked
 // token's write-back masked (Foundry cannot delete it there), which the companion reads

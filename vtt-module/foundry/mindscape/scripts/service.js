@@ -23,7 +23,7 @@ import { sightBlocked } from "./foundry.js";
 import { actorDataWithProfile, profileAgainContext, profileFields, profileFromForm, profileProblems } from "./profile.js";
 import {
   ROUND_ENDED_FLAG, combatEntries, controlChoice, controlLinks, controlsSomeone, endRoundParams, hasProfile,
-  mayPayToClose, namedBy, roundCombatantId, roundParticipants, splitByEncounter,
+  isObject, mayPayToClose, namedBy, roundCombatantId, roundParticipants, splitByEncounter,
 } from "./rounds.js";
 import { DEFAULT_REST_HOURS, restHours, restParams, restSpec } from "./rest.js";
 import { droppedReport, heldReport, refreshReport } from "./encounter.js";
@@ -2710,7 +2710,6 @@ export function profileUpdates(actor, system, profile) {
   const path = `flags.${MODULE_ID}.${system}`;
   if (!actor.isToken) return [{ [`flags.${MODULE_ID}.-=${system}`]: null }, { [path]: profile }];
   const current = actor.flags?.[MODULE_ID]?.[system] ?? {};
-  const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
   const nulled = (now, old) => Object.fromEntries(Object.keys(old).filter((key) => !(key in now) && old[key] !== null).map((key) => [key, null]));
   const written = { ...profile, ...nulled(profile, current) };
   for (const [key, value] of Object.entries(profile)) {
